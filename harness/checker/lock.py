@@ -1,0 +1,165 @@
+"""Lock checkers: mutual exclusion, lost updates, stale writes, and acquire latency.
+
+A process *holds* the lock from the completion of its `ok` acquire until it invokes its
+release (or until the end of the history, if it never does). That is the window in
+which the client believes it is the holder and may touch the resource. Two windows of
+different processes that overlap are a mutual-exclusion violation, whatever the
+servers believed; the overlap is reported in ms with the ops that bound it.
+
+A write is *stale* when another process completed an acquire after the writer's own
+acquire and before the write was invoked: the writer's lock had been superseded.
+Fencing is judged by what happened to stale writes: rejected (`fail`, stale-token) or
+accepted (`ok`). Lost updates: the final counter must equal the number of accepted
+increments (info writes may or may not count).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from harness.checker.base import CheckResult
+from harness.history import NEMESIS, Op, pair_ops
+
+MAX_LISTED = 200
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Window:
+    process: Any
+    start_ns: int
+    end_ns: int | None  # None: never released
+    acquire: Op
+    release: Op | None
+    token: int | None
+
+
+def holding_windows(history: Sequence[Op]) -> list[Window]:
+    """Every window in which a process believed it held the lock."""
+    wins: list[Window] = []
+    open_: dict[Any, Op] = {}
+    for op in sorted(history, key=lambda o: (o.time_ns, o.index)):
+        if op.process == NEMESIS:
+            continue
+        if op.f == "acquire" and op.type == "ok":
+            open_[op.process] = op
+        elif op.f == "release" and op.type == "invoke" and op.process in open_:
+            a = open_.pop(op.process)
+            wins.append(Window(process=a.process, start_ns=a.time_ns, end_ns=op.time_ns, acquire=a, release=op, token=a.token))
+    for a in open_.values():
+        wins.append(Window(process=a.process, start_ns=a.time_ns, end_ns=None, acquire=a, release=None, token=a.token))
+    wins.sort(key=lambda w: w.start_ns)
+    return wins
+
+
+def _brief(op: Op | None) -> dict | None:
+    return None if op is None else {"index": op.index, "process": op.process, "type": op.type, "f": op.f,
+                                    "time_ns": op.time_ns, "token": op.token}
+
+
+def check_mutex(spec: Any, history: Sequence[Op]) -> CheckResult:
+    wins = holding_windows(history)
+    end_of_history = max((o.time_ns for o in history), default=0)
+    overlaps = []
+    active: list[Window] = []
+    for w in wins:
+        active = [a for a in active if (a.end_ns or end_of_history) > w.start_ns]
+        for a in active:
+            if a.process != w.process:
+                end = min(a.end_ns or end_of_history, w.end_ns or end_of_history)
+                overlaps.append({"first": _brief(a.acquire), "second": _brief(w.acquire),
+                                 "first_release": _brief(a.release), "second_release": _brief(w.release),
+                                 "start_ns": w.start_ns, "end_ns": end,
+                                 "overlap_ms": round((end - w.start_ns) / 1e6, 3)})
+        active.append(w)
+    return CheckResult(
+        name="mutex", valid=not overlaps,
+        summary={"violations": len(overlaps), "windows": len(wins),
+                 "max_overlap_ms": max((o["overlap_ms"] for o in overlaps), default=0.0)},
+        details={"overlaps": overlaps[:MAX_LISTED], "listed": min(len(overlaps), MAX_LISTED),
+                 "windows": [[w.process, w.start_ns, w.end_ns, w.token] for w in wins]})
+
+
+def _acquire_times(history: Sequence[Op]) -> tuple[list[int], list[Any]]:
+    oks = sorted((o.time_ns, o.process) for o in history if o.f == "acquire" and o.type == "ok")
+    return [t for t, _ in oks], [p for _, p in oks]
+
+
+def check_writes(spec: Any, history: Sequence[Op]) -> CheckResult:
+    """Stale writes accepted/rejected and lost updates, from the history alone."""
+    times, procs = _acquire_times(history)
+    last_acquire: dict[Any, int] = {}
+    stale_accepted, stale_rejected = [], []
+    ok_writes = info_writes = 0
+    final = None
+    for inv, done in pair_ops(sorted(history, key=lambda o: (o.time_ns, o.index))):
+        if inv.process == NEMESIS:
+            continue
+        if inv.f == "acquire" and done is not None and done.type == "ok":
+            last_acquire[inv.process] = done.time_ns
+        if inv.f == "read" and inv.process == "final" and done is not None and done.type == "ok":
+            final = done.value
+        if inv.f != "write" or inv.process == "final":
+            continue
+        kind = "ok" if done is not None and done.type == "ok" else ("fail" if done is not None and done.type == "fail" else "info")
+        ok_writes += kind == "ok"
+        info_writes += kind == "info"
+        mine = last_acquire.get(inv.process)
+        if mine is None:
+            continue
+        lo, hi = bisect.bisect_right(times, mine), bisect.bisect_left(times, inv.time_ns)
+        if any(procs[i] != inv.process for i in range(lo, hi)):
+            entry = {"write": _brief(inv), "outcome": kind, "token": inv.token}
+            if kind == "ok":
+                stale_accepted.append(entry)
+            elif kind == "fail" and done.error == "stale-token":
+                stale_rejected.append(entry)
+    lost = None
+    valid: Any = True
+    if final is None:
+        valid = "unknown"
+    else:
+        lost = max(0, ok_writes - int(final))
+        if not (ok_writes <= int(final) <= ok_writes + info_writes):
+            valid = False
+    if stale_accepted:
+        valid = False
+    return CheckResult(
+        name="writes", valid=valid,
+        summary={"stale_writes_accepted": len(stale_accepted), "stale_writes_rejected": len(stale_rejected),
+                 "lost_updates": lost, "writes_ok": ok_writes, "writes_info": info_writes, "final_counter": final},
+        details={"stale_accepted": stale_accepted[:MAX_LISTED], "stale_rejected": stale_rejected[:MAX_LISTED]},
+        error=None if final is not None else "no final read of the counter in the history")
+
+
+def _quantile(sorted_vals: list[float], q: float) -> float | None:
+    if not sorted_vals:
+        return None
+    i = min(len(sorted_vals) - 1, max(0, int(round(q * (len(sorted_vals) - 1)))))
+    return round(sorted_vals[i], 3)
+
+
+def check_stats(spec: Any, history: Sequence[Op]) -> CheckResult:
+    """Counts and acquire latency; always valid (it judges nothing)."""
+    counts = {"ok": 0, "fail": 0, "info": 0}
+    lat: list[float] = []
+    ops = 0
+    for inv, done in pair_ops(history):
+        if inv.process == NEMESIS:
+            continue
+        ops += 1
+        if inv.f != "acquire":
+            continue
+        t = done.type if done is not None else "info"
+        counts[t] += 1
+        if t == "ok":
+            lat.append((done.time_ns - inv.time_ns) / 1e6)
+    lat.sort()
+    span = (max((o.time_ns for o in history), default=0) - min((o.time_ns for o in history), default=0)) / 1e9
+    sections = sum(1 for o in history if o.f == "write" and o.type == "ok" and o.process != "final")
+    return CheckResult(name="stats", valid=True, summary={
+        "ops": ops, "acquires_ok": counts["ok"], "acquires_fail": counts["fail"], "acquires_info": counts["info"],
+        "critical_sections": sections, "p50_acquire_ms": _quantile(lat, 0.5), "p99_acquire_ms": _quantile(lat, 0.99),
+        "max_acquire_ms": _quantile(lat, 1.0), "duration_s": round(span, 3),
+        "critical_sections_per_s": round(sections / span, 2) if span else None})

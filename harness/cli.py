@@ -1,0 +1,196 @@
+"""The `chaos` command line. Flags only build a TestSpec; `runner.run(spec)` does the work.
+
+Exit codes (DESIGN.md): 0 valid, 1 invalid, 2 unknown, 254 bad arguments, 255 crash.
+Bad input gets one sentence that says what to do, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shlex
+import sys
+import traceback
+
+import click
+
+from harness.errors import EXIT_BAD_ARGS, EXIT_CRASH, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadArgument, ChaosError
+
+
+def exit_code(valid) -> int:
+    if valid is True:
+        return EXIT_VALID
+    if valid is False:
+        return EXIT_INVALID
+    return EXIT_UNKNOWN
+
+
+def parse_options(pairs: tuple[str, ...]) -> dict:
+    out = {}
+    for p in pairs:
+        k, sep, v = p.partition("=")
+        if not sep or not k:
+            raise BadArgument(f"--option {p!r} is not NAME=VALUE; for example --option node_timeout_ms=50")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def verdict_text(s: dict) -> str:
+    v = s.get("valid")
+    head = {True: "VALID", False: "INVALID"}.get(v, "UNKNOWN")
+    parts = []
+    viol = s.get("violations") or 0
+    parts.append("mutual exclusion held" if not viol else f"mutual exclusion violated {viol} time{'s' if viol != 1 else ''}")
+    acc, rej = s.get("stale_writes_accepted") or 0, s.get("stale_writes_rejected") or 0
+    if acc or rej:
+        parts.append(f"{rej} stale write{'s' if rej != 1 else ''} rejected by fencing, {acc} accepted"
+                     + ("" if s.get("fencing") else " (no fencing)"))
+    lost = s.get("lost_updates")
+    if lost:
+        parts.append(f"{lost} lost update{'s' if lost != 1 else ''}")
+    lines = [f"{head}: " + "; ".join(parts)]
+    lines.append(f"  {s.get('critical_sections')} critical sections, acquires ok/fail/info "
+                 f"{s.get('acquires_ok')}/{s.get('acquires_fail')}/{s.get('acquires_info')}, "
+                 f"acquire p50 {s.get('p50_acquire_ms')} ms p99 {s.get('p99_acquire_ms')} ms")
+    other = [f"{n}={val}" for n, val in (s.get("checkers") or {}).items() if n not in ("stats",)]
+    if other:
+        lines.append("  checkers: " + ", ".join(other))
+    for e in s.get("errors") or []:
+        lines.append(f"  note: {e}")
+    if s.get("netns_fallback"):
+        lines.append(f"  note: ran on loopback without namespaces ({s['netns_fallback']})")
+    lines.append(f"  run dir: {s.get('run_dir')}")
+    lines.append(f"  exit code: {exit_code(v)}")
+    return "\n".join(lines)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """chaoslock: Jepsen-style chaos tests for distributed locks on real servers."""
+
+
+@cli.command()
+@click.option("--backend", "-b", default="redlock", show_default=True, help="lock design under test (chaos list)")
+@click.option("--nemesis", "-n", default="none", show_default=True, help="comma-separated faults, or none")
+@click.option("--time-limit", type=float, default=30.0, show_default=True, help="seconds of workload")
+@click.option("--recovery", type=float, default=3.0, show_default=True, help="fault-free seconds at the end")
+@click.option("--concurrency", "-c", type=int, default=5, show_default=True, help="client worker processes")
+@click.option("--seed", type=int, default=None, help="seed of the schedule (random if omitted; printed)")
+@click.option("--ttl", "ttl_ms", type=int, default=2000, show_default=True, help="lock TTL in ms")
+@click.option("--acquire-timeout", type=float, default=2.0, show_default=True, help="seconds before an acquire fails")
+@click.option("--hold-max", "hold_max_ms", type=int, default=None, help="longest critical section in ms (default 60% of TTL)")
+@click.option("--fencing/--no-fencing", default=False, show_default=True, help="resource enforces fencing tokens")
+@click.option("--nemesis-interval", type=float, default=3.0, show_default=True, help="seconds per fault and between faults")
+@click.option("--clock-jump", "clock_jump_s", type=float, default=None, help="seconds clock-skew jumps (default 2.5 x TTL)")
+@click.option("--option", "-o", "options", multiple=True, help="backend option NAME=VALUE (repeatable)")
+@click.option("--netns/--no-netns", default=None, help="require / refuse network namespaces (default: use if possible)")
+@click.option("--store", default="store", show_default=True, help="where runs are stored")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON summary line on stdout")
+def run(backend, nemesis, time_limit, recovery, concurrency, seed, ttl_ms, acquire_timeout, hold_max_ms, fencing,
+        nemesis_interval, clock_jump_s, options, netns, store, as_json):
+    """Run one chaos test and print its verdict."""
+    from harness.runner import run as run_spec
+    from harness.spec import TestSpec
+
+    names = tuple(n.strip() for n in nemesis.split(",") if n.strip() and n.strip() != "none")
+    seed = seed if seed is not None else random.SystemRandom().randrange(1, 2**31)
+    if min(recovery, time_limit) == time_limit:
+        recovery = min(recovery, time_limit / 4)
+    spec = TestSpec(backend=backend, nemesis=names, time_limit=time_limit, recovery=recovery,
+                    concurrency=concurrency, seed=seed, ttl_ms=ttl_ms, acquire_timeout=acquire_timeout,
+                    hold_max_ms=hold_max_ms, fencing=fencing, nemesis_interval=nemesis_interval,
+                    clock_jump_s=clock_jump_s, options=parse_options(options), netns=netns, store=store,
+                    command=shlex.join(["chaos"] + sys.argv[1:] + ([] if "--seed" in sys.argv else ["--seed", str(seed)])))
+    spec.validate()
+    human = sys.stderr if as_json else sys.stdout
+    print(f"chaos run {spec.name} seed {seed} for {time_limit:g}s", file=human)
+    outcome = run_spec(spec, progress=True)
+    print(verdict_text(outcome.summary), file=human)
+    if as_json:
+        print(json.dumps(outcome.summary, default=str))
+    if outcome.interrupted:
+        return 130
+    return exit_code(outcome.summary["valid"])
+
+
+@cli.command()
+@click.argument("path", type=click.Path())
+@click.option("--model", type=click.Choice(["mutex", "register", "cas-register", "fenced-register"]), default=None,
+              help="check one linearizability model only (default: every checker of a run)")
+@click.option("--time-limit", type=float, default=30.0, show_default=True, help="checker budget in seconds")
+@click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
+def check(path, model, time_limit, as_json):
+    """Check a stored run dir or a history.jsonl; exit 0 valid, 1 invalid, 2 unknown."""
+    from pathlib import Path
+
+    from harness.analysis import summarize, verdicts
+    from harness.checker.base import safe_check
+    from harness.history import read_history
+    from harness.spec import TestSpec
+
+    history = read_history(path)
+    p = Path(path)
+    spec_file = (p if p.is_dir() else p.parent) / "spec.json"
+    spec = TestSpec.from_dict(json.loads(spec_file.read_text())) if spec_file.exists() else TestSpec()
+    if model:
+        from harness.checker.linearizable import LinearizableChecker
+
+        r = safe_check(LinearizableChecker(model, time_limit=time_limit), spec, history, name=model)
+        out = r.to_dict()
+        valid = r.valid
+    else:
+        results = verdicts(spec, history)
+        out = summarize(spec, results, p if p.is_dir() else None)
+        valid = out["valid"]
+    if as_json:
+        print(json.dumps(out, default=str))
+    else:
+        print(verdict_text(out) if not model else f"{model}: {valid}" + (f" ({out.get('error')})" if out.get("error") else ""))
+    return exit_code(valid)
+
+
+@cli.command(name="list")
+def list_cmd():
+    """List backends and nemeses (built in and from entry points)."""
+    from harness import plugins
+
+    print("backends: " + ", ".join(plugins.backend_names()))
+    print("nemeses:  " + ", ".join(plugins.nemesis_names()))
+    return 0
+
+
+from harness.cluster_cli import cluster  # noqa: E402  (registers the `cluster` group)
+
+cli.add_command(cluster)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        rv = cli.main(args=argv, prog_name="chaos", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.UsageError as e:
+        print(f"chaos: {e.format_message()} (see chaos {e.ctx.command_path.split(' ', 1)[-1] if e.ctx else ''} --help)".replace(" chaos --help", " --help"), file=sys.stderr)
+        sys.exit(EXIT_BAD_ARGS)
+    except click.Abort:
+        print("chaos: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except ChaosError as e:
+        print(f"chaos: {e}", file=sys.stderr)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        print("chaos: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as e:
+        import tempfile
+
+        fd, crash = tempfile.mkstemp(prefix="chaos-crash-", suffix=".txt")
+        with open(fd, "w") as f:
+            f.write(traceback.format_exc())
+        print(f"chaos: crashed with {type(e).__name__}: {e} (traceback in {crash}); please report it", file=sys.stderr)
+        sys.exit(EXIT_CRASH)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

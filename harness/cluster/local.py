@@ -1,0 +1,348 @@
+"""The embedded default provider: real servers as local processes, one namespace per node.
+
+With root and netns support each server and each client worker gets its own network
+namespace on a bridge (see netns.py), so a partition is a real cut between hosts. Without
+them it falls back to loopback with one port per server, and says which nemeses are then
+unavailable. Everything created carries the run id: processes have CHAOSLOCK_RUN in their
+environment, namespaces and the bridge have it in their names, the state dir is
+STATE_ROOT/<run_id>. `down()` removes all of it, also after a failed `up()`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+from harness.cluster.base import Node, ProcState, ServerKind
+from harness.errors import BadArgument, ClusterError, MissingDependency, PortInUse
+
+RUN_ENV = "CHAOSLOCK_RUN"
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+
+def state_root() -> Path:
+    """Where data dirs live: tmpfs when there is one (etcd is fsync-bound)."""
+    base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
+    return base / "chaoslock"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Group:
+    """Servers of one kind: `names` in order, all with `role`, clock faked or not."""
+
+    kind: ServerKind
+    names: tuple[str, ...]
+    role: str = "lock"
+    fake_clock: bool = False
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+class LocalCluster:
+    """Implements Cluster, ProcessControl, ClockControl and (with netns) NetworkControl."""
+
+    def __init__(self, run_id: str, groups: Sequence[Group], *, clients: int = 0, netns: bool | None = None,
+                 log_dir: str | os.PathLike | None = None, base_port: int | None = None,
+                 ready_timeout: float = 40.0):
+        self.run_id = run_id
+        self.groups = list(groups)
+        self.n_clients = clients
+        self.dir = state_root() / run_id
+        self.log_dir = Path(log_dir) if log_dir else self.dir / "logs"
+        self.base_port = base_port
+        self.ready_timeout = ready_timeout
+        self.network = None
+        self.fallback_reason: str | None = None
+        if netns is not False:
+            from harness.cluster import netns as _netns
+
+            reason = _netns.netns_available()
+            if reason is None:
+                self.network = _netns.Network(run_id)
+            elif netns is True:
+                raise MissingDependency(f"network namespaces are unavailable: {reason}")
+            else:
+                self.fallback_reason = reason
+        self._nodes: dict[str, Node] = {}
+        self._kinds: dict[str, ServerKind] = {}
+        self._state: dict[str, ProcState] = {}
+        self._logs: dict[str, object] = {}
+        self.client_netns: list[str | None] = [None] * clients
+        self.client_addrs: list[str] = ["127.0.0.1"] * clients
+
+    # -- Cluster ---------------------------------------------------------------------------
+    @property
+    def nodes(self) -> list[Node]:
+        return list(self._nodes.values())
+
+    def node(self, name: str) -> Node:
+        try:
+            return self._nodes[name]
+        except KeyError:
+            raise BadArgument(f"no node named {name!r}; nodes are: {', '.join(self._nodes)}") from None
+
+    def lock_nodes(self) -> list[Node]:
+        return [n for n in self._nodes.values() if n.role == "lock"]
+
+    def up(self) -> None:
+        """Start every server and wait until each group serves. On failure, clean up and raise."""
+        for g in self.groups:
+            g.kind.check_installed()
+            if g.fake_clock and not os.path.exists(FAKETIME_LIB):
+                raise MissingDependency(f"{FAKETIME_LIB} not found; run `make install` (apt package libfaketime)")
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            self._plan()
+            self._write_state()
+            for g in self.groups:
+                peers = [self._nodes[n] for n in g.names]
+                for node in peers:
+                    self._kinds[node.name] = g.kind
+                    g.kind.prepare(node, peers)
+                    self._spawn(node)
+            self._wait_ready()
+            self._write_state()
+        except BaseException:
+            self.down()
+            raise
+
+    def _plan(self) -> None:
+        used: set[int] = set()
+
+        def pick() -> int:
+            while True:
+                p = free_port()
+                if p not in used:
+                    used.add(p)
+                    return p
+
+        if self.network is not None:
+            self.network.up()
+        next_port = self.base_port
+        for g in self.groups:
+            for i, name in enumerate(g.names, 1):
+                if self.network is not None:
+                    host = self.network.add_host(name)
+                    addr, ns = host.addr, host.netns
+                    port, peer, elect = g.kind.default_port, 2380, 3888
+                else:
+                    addr, ns = "127.0.0.1", None
+                    if next_port is not None:
+                        port = next_port
+                        next_port += 1
+                        if not port_free(port):
+                            raise PortInUse(f"port {port} (for {name}) is in use; free it or pass another --base-port")
+                    else:
+                        port = pick()
+                    peer, elect = pick(), pick()
+                clock_file = None
+                data = self.dir / name
+                if g.fake_clock:
+                    clock_file = str(self.dir / f"{name}.faketime")
+                    Path(clock_file).write_text("+0\n")
+                self._nodes[name] = Node(name=name, kind=g.kind.name, role=g.role, host=addr, port=port,
+                                         peer_port=peer, election_port=elect, netns=ns, data_dir=str(data),
+                                         log_path=str(self.log_dir / f"{name}.log"), clock_file=clock_file,
+                                         ordinal=i)
+        for c in range(self.n_clients):
+            if self.network is not None:
+                h = self.network.add_host(f"c{c + 1}")
+                self.client_netns[c], self.client_addrs[c] = h.netns, h.addr
+
+    def _spawn(self, node: Node) -> None:
+        kind = self._kinds[node.name]
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("ETCD_", "FAKETIME", "LD_PRELOAD"))}
+        env[RUN_ENV] = self.run_id
+        env.update(kind.env(node))
+        if node.clock_file:
+            env.update(LD_PRELOAD=FAKETIME_LIB, FAKETIME_TIMESTAMP_FILE=node.clock_file, FAKETIME_NO_CACHE="1")
+        argv = kind.argv(node, [n for n in self.nodes if n.kind == node.kind])
+        if node.netns:
+            argv = ["ip", "netns", "exec", node.netns] + argv
+        log = open(node.log_path, "ab")
+        self._logs[node.name] = log
+        try:
+            p = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 start_new_session=True, cwd=node.data_dir if os.path.isdir(node.data_dir) else None)
+        except FileNotFoundError as e:
+            raise MissingDependency(f"cannot start {node.name}: {e.filename} not found; run `make install`") from None
+        self._state[node.name] = ProcState(pid=p.pid, alive=True, extra={"popen": p})
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.ready_timeout
+        pending = {g.kind.name: g for g in self.groups}
+        while pending:
+            for kname, g in list(pending.items()):
+                members = [self._nodes[n] for n in g.names]
+                for n in members:
+                    self._check_alive(n)
+                if all(g.kind.node_ready(n) for n in members) and g.kind.cluster_ready(members):
+                    del pending[kname]
+            if pending and time.monotonic() > deadline:
+                names = ", ".join(pending)
+                raise ClusterError(f"{names} did not become ready within {self.ready_timeout:.0f}s; see the logs in {self.log_dir}")
+            if pending:
+                time.sleep(0.1)
+
+    def _check_alive(self, node: Node) -> None:
+        p = self._state[node.name].extra["popen"]
+        if p.poll() is None:
+            return
+        tail = self.log_tail(node.name)
+        if "in use" in tail.lower():
+            raise PortInUse(f"{node.name} could not bind {node.endpoint}: address in use; stop what holds it or pick another port")
+        raise ClusterError(f"{node.name} ({node.kind}) exited with code {p.returncode} during start; its log {node.log_path} ends: {tail[-300:].strip()}")
+
+    def log_tail(self, name: str, n: int = 2000) -> str:
+        try:
+            with open(self._nodes[name].log_path, "rb") as f:
+                f.seek(0, 2)
+                f.seek(max(0, f.tell() - n))
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def down(self) -> None:
+        """Stop everything this run started and remove its state dir. Idempotent, never raises."""
+        for name in list(self._state):
+            self._stop(name)
+        for log in self._logs.values():
+            try:
+                log.close()
+            except Exception:
+                pass
+        if self.network is not None:
+            try:
+                self.network.down()
+            except Exception:
+                pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _stop(self, name: str, sig_timeout: float = 5.0) -> None:
+        st = self._state.get(name)
+        if not st or not st.alive:
+            return
+        p = st.extra["popen"]
+        for sig in (signal.SIGCONT, signal.SIGTERM):
+            try:
+                os.killpg(p.pid, sig)
+            except ProcessLookupError:
+                break
+        try:
+            p.wait(sig_timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait(5)
+        st.alive = st.paused = False
+
+    # -- ProcessControl --------------------------------------------------------------------
+    def pids(self, name: str) -> list[int]:
+        st = self._state.get(name)
+        return [st.pid] if st and st.alive else []
+
+    def pause(self, name: str) -> None:
+        st = self._state[self.node(name).name]
+        os.killpg(st.pid, signal.SIGSTOP)
+        st.paused = True
+
+    def resume(self, name: str) -> None:
+        st = self._state[self.node(name).name]
+        os.killpg(st.pid, signal.SIGCONT)
+        st.paused = False
+
+    def kill(self, name: str) -> None:
+        st = self._state[self.node(name).name]
+        p = st.extra["popen"]
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait(5)
+        st.alive = st.paused = False
+
+    def restart(self, name: str, *, wipe: bool = False) -> None:
+        """Start a killed node again with its data dir (or an empty one with wipe=True)."""
+        node = self.node(name)
+        if self._state[name].alive:
+            self.kill(name)
+        if wipe:
+            shutil.rmtree(node.data_dir, ignore_errors=True)
+        kind = self._kinds[name]
+        kind.prepare(node, [n for n in self.nodes if n.kind == node.kind])
+        self._spawn(node)
+        deadline = time.monotonic() + self.ready_timeout
+        while not kind.node_ready(node):
+            self._check_alive(node)
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{name} did not answer within {self.ready_timeout:.0f}s after restart; see {node.log_path}")
+            time.sleep(0.1)
+
+    # -- ClockControl ----------------------------------------------------------------------
+    def set_clock(self, name: str, offset_s: float, rate: float = 1.0) -> None:
+        """Set a node's libfaketime offset (seconds, relative to the real clock) and rate."""
+        node = self.node(name)
+        if not node.clock_file:
+            raise BadArgument(f"{name} does not run under libfaketime, so its clock cannot be moved")
+        spec = f"{offset_s:+.3f}" if rate == 1.0 else f"{offset_s:+.3f} x{rate:g}"
+        tmp = node.clock_file + ".tmp"
+        Path(tmp).write_text(spec + "\n")
+        os.replace(tmp, node.clock_file)
+
+    def read_clock_offset(self, name: str) -> float:
+        """The node's clock minus the host's real wall clock, read back from the server."""
+        node = self.node(name)
+        before = time.time()
+        server = self._kinds[name].read_clock(node)
+        after = time.time()
+        return server - (before + after) / 2
+
+    # -- NetworkControl --------------------------------------------------------------------
+    def partition(self, grudge: Mapping[str, Iterable[str]]) -> None:
+        if self.network is None:
+            raise BadArgument(f"partitions need network namespaces, which are unavailable here ({self.fallback_reason})")
+        self.network.partition(grudge)
+
+    def heal(self) -> None:
+        if self.network is not None:
+            self.network.heal()
+
+    # -- state for `chaos cluster status/down` ---------------------------------------------
+    def _write_state(self) -> None:
+        state = {"run_id": self.run_id, "created": time.time(), "dir": str(self.dir),
+                 "nodes": [n.to_dict() for n in self.nodes],
+                 "pids": {k: v.pid for k, v in self._state.items()},
+                 "clients": {"netns": self.client_netns, "addrs": self.client_addrs},
+                 "network": None if self.network is None else {"subnet": self.network.subnet,
+                                                                "bridge_addr": self.network.bridge_addr}}
+        (self.dir / "state.json").write_text(json.dumps(state, indent=1))
+
+
+def replace_node(node: Node, **kw) -> Node:
+    return replace(node, **kw)

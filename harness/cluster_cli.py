@@ -1,0 +1,74 @@
+"""`chaos cluster up|status|down`: clusters that outlive one command, and the cleanup of runs."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group()
+def cluster() -> None:
+    """Start, inspect and remove clusters (also leftovers of killed runs)."""
+
+
+@cluster.command()
+@click.option("--backend", "-b", default="redlock", show_default=True, help="start the cluster this backend uses")
+@click.option("--netns/--no-netns", default=None, help="require / refuse network namespaces")
+def up(backend, netns):
+    """Start a cluster and leave it running; prints endpoints and how to reach them."""
+    from harness import plugins
+    from harness.runner import make_cluster
+    from harness.spec import TestSpec
+    from results.store import new_run_id
+
+    spec = TestSpec(backend=backend, netns=netns, concurrency=1).validate()
+    plugins.backend_class(backend)
+    run_id = new_run_id()
+    from harness.cluster.local import state_root
+
+    c = make_cluster(spec, run_id, state_root() / run_id / "logs", [])
+    c.up()
+    # Leave the processes running: forget them so nothing stops them when we exit.
+    c._state.clear()
+    print(f"cluster {run_id} is up ({backend})")
+    for n in c.nodes:
+        where = f"  (netns {n.netns}: ip netns exec {n.netns} ...)" if n.netns else ""
+        print(f"  {n.name:6} {n.kind:9} {n.role:5} {n.endpoint}{where}")
+    print(f"logs: {c.log_dir}\nstop it with: chaos cluster down {run_id}")
+    return 0
+
+
+@cluster.command()
+def status():
+    """List clusters that are up (or left behind) and whether each node is alive."""
+    from harness.cluster.reaper import runs
+
+    found = runs()
+    if not found:
+        print("no chaoslock clusters are running")
+    for r in found:
+        alive = r.get("alive", {})
+        print(f"{r['run_id']}: {sum(alive.values())}/{len(alive)} nodes alive")
+        for n in r.get("nodes", []):
+            print(f"  {n['name']:6} {n['kind']:9} {n['host']}:{n['port']}  {'up' if alive.get(n['name']) else 'down'}")
+    return 0
+
+
+@cluster.command()
+@click.argument("run_id", required=False)
+@click.option("--all", "all_", is_flag=True, help="remove everything left by any run, also killed ones")
+def down(run_id, all_):
+    """Stop one cluster, or with --all every leftover (processes, namespaces, bridge, rules, dirs)."""
+    from harness.cluster.reaper import down_all, kill_run, runs
+    from harness.errors import BadArgument
+
+    if all_:
+        removed = down_all()
+    elif run_id:
+        removed = kill_run(run_id)
+    else:
+        ids = [r["run_id"] for r in runs()]
+        if len(ids) != 1:
+            raise BadArgument(f"name the cluster to stop ({', '.join(ids) or 'none is running'}) or use --all")
+        removed = kill_run(ids[0])
+    print("\n".join(removed) if removed else "nothing to remove")
+    return 0

@@ -1,0 +1,62 @@
+"""Where backends and nemeses come from: the built-ins, plus entry points.
+
+A user tests their own lock client without forking chaoslock by declaring, in their own
+package's pyproject.toml:
+
+    [project.entry-points."chaoslock.backends"]
+    mylock = "mypkg.lock:MyLockClient"
+
+The class must implement workloads.base.LockClient, take `(options, clock)` and declare
+`servers = (kind, count)` for the cluster it needs ("valkey", "etcd" or "zookeeper").
+Nemeses register the same way under "chaoslock.nemeses".
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+
+from harness.errors import BadArgument
+
+BACKENDS = {
+    "redlock": "workloads.redlock:RedlockClient",
+}
+
+NEMESES = {
+    "none": "nemesis.base:Noop",
+    "clock-skew": "nemesis.clock:ClockSkew",
+}
+
+
+def _load(ref: str):
+    mod, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(mod), attr)
+
+
+def _registry(builtin: dict[str, str], group: str) -> dict[str, str]:
+    found = dict(builtin)
+    for ep in entry_points(group=group):
+        found.setdefault(ep.name, ep.value)
+    return found
+
+
+def backend_names() -> list[str]:
+    return sorted(_registry(BACKENDS, "chaoslock.backends"))
+
+
+def nemesis_names() -> list[str]:
+    return sorted(_registry(NEMESES, "chaoslock.nemeses"))
+
+
+def backend_class(name: str):
+    reg = _registry(BACKENDS, "chaoslock.backends")
+    if name not in reg:
+        raise BadArgument(f"unknown backend {name!r}; choose one of: {', '.join(sorted(reg))}")
+    return _load(reg[name])
+
+
+def nemesis_class(name: str):
+    reg = _registry(NEMESES, "chaoslock.nemeses")
+    if name not in reg:
+        raise BadArgument(f"unknown nemesis {name!r}; choose one of: {', '.join(sorted(reg))}")
+    return _load(reg[name])

@@ -1,0 +1,253 @@
+"""run(spec): bring the cluster up, run workers and nemesis, always tear down, then check.
+
+Order of teardown matters and is the same on success, error and Ctrl-C: stop the
+nemesis schedule, heal every fault, stop the workers (resuming any paused one first),
+record the final read of the counter, close the history, stop the cluster. Checkers run
+last, on the history file alone, so a crash anywhere before leaves a checkable prefix.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue as queue_mod
+import signal
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from harness import plugins
+from harness.checker.base import merge_valid
+from harness.cluster.local import Group, LocalCluster
+from harness.cluster.valkey import ValkeyKind
+from harness.generator import Context, FaultSchedule, Pending, Planned
+from harness.history import NEMESIS, HistoryWriter, Op, now_ns, op_from_dict
+from harness.progress import Progress
+from harness.spec import TestSpec
+from harness.worker import WorkerArgs, worker_main
+from nemesis.base import Compose, NemesisContext
+from results import store
+
+
+def server_kind(name: str, spec: TestSpec):
+    if name == "valkey":
+        return ValkeyKind(appendonly=bool(spec.options.get("appendonly", False)))
+    if name == "etcd":
+        from harness.cluster.etcd import EtcdKind
+
+        return EtcdKind()
+    if name == "zookeeper":
+        from harness.cluster.zookeeper import ZooKeeperKind
+
+        return ZooKeeperKind()
+    raise ValueError(f"unknown server kind {name!r}")
+
+
+PREFIX = {"valkey": "n", "etcd": "e", "zookeeper": "z"}
+
+
+def make_cluster(spec: TestSpec, run_id: str, log_dir: Path, nemeses: list) -> LocalCluster:
+    """The lock service the backend declares, plus one never-faulted store server."""
+    kind_name, count = plugins.backend_class(spec.backend).servers
+    fake = any(getattr(n, "needs_fake_clock", False) for n in nemeses)
+    lock = Group(kind=server_kind(kind_name, spec), names=tuple(f"{PREFIX[kind_name]}{i}" for i in range(1, count + 1)),
+                 role="lock", fake_clock=fake)
+    res = Group(kind=ValkeyKind(), names=("store",), role="store")
+    return LocalCluster(run_id, [lock, res], clients=spec.concurrency, netns=spec.netns, log_dir=log_dir)
+
+
+class Workers:
+    """The client processes: start, pids, stop (resuming paused ones first)."""
+
+    def __init__(self, spec: TestSpec, cluster: LocalCluster):
+        self.ctx = mp.get_context("spawn")
+        self.queue = self.ctx.Queue()
+        self.stop_event = self.ctx.Event()
+        self.procs: list[Any] = []
+        self.paused: set[int] = set()
+        lock_nodes = tuple(n for n in cluster.nodes if n.role == "lock")
+        store_node = next(n for n in cluster.nodes if n.role == "store")
+        for i in range(spec.concurrency):
+            args = WorkerArgs(index=i, spec=spec, nodes=lock_nodes, store=store_node, netns=cluster.client_netns[i])
+            self.procs.append(self.ctx.Process(target=worker_main, args=(args, self.queue, self.stop_event),
+                                               name=f"chaos-worker-{i}", daemon=True))
+
+    def start(self) -> None:
+        for p in self.procs:
+            p.start()
+
+    def pid(self, index: int) -> int:
+        return self.procs[index].pid
+
+    def pause(self, index: int) -> None:
+        os.kill(self.pid(index), signal.SIGSTOP)
+        self.paused.add(index)
+
+    def resume(self, index: int) -> None:
+        os.kill(self.pid(index), signal.SIGCONT)
+        self.paused.discard(index)
+
+    def alive(self) -> int:
+        return sum(p.is_alive() for p in self.procs)
+
+    def stop(self, grace: float) -> None:
+        self.stop_event.set()
+        for i in list(self.paused):
+            self.resume(i)
+        deadline = time.monotonic() + grace
+        for p in self.procs:
+            if p.pid is not None:
+                p.join(max(0.0, deadline - time.monotonic()))
+        for p in self.procs:
+            if p.is_alive():
+                p.kill()
+                p.join(2)
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    summary: dict
+    results: dict
+    interrupted: bool = False
+
+
+class LiveState:
+    """What the progress line shows, updated as ops stream in."""
+
+    def __init__(self) -> None:
+        self.ops = 0
+        self.holders: set[Any] = set()
+        self.violations = 0
+        self.faults: list[str] = []
+
+    def see(self, op: Op) -> None:
+        if op.process == NEMESIS:
+            return
+        if op.type != "invoke":
+            self.ops += 1
+        if op.f == "acquire" and op.type == "ok":
+            self.violations += len(self.holders - {op.process})
+            self.holders.add(op.process)
+        elif op.f == "release" and op.type == "invoke":
+            self.holders.discard(op.process)
+
+
+def run(spec: TestSpec, *, progress: bool = True) -> RunOutcome:
+    spec = spec.validate()
+    nemeses = [plugins.nemesis_class(n)() for n in spec.nemesis]
+    run_id = store.new_run_id()
+    run_dir = store.new_run_dir(spec.store, spec.name)
+    (run_dir / "spec.json").write_text(spec.to_json())
+    history = HistoryWriter(run_dir / "history.jsonl")
+    cluster = make_cluster(spec, run_id, run_dir / "nodes", nemeses)
+    nemesis = Compose(nemeses)
+    workers: Workers | None = None
+    live = LiveState()
+    show = Progress(enabled=progress, spec=spec)
+    interrupted = False
+    timings: dict[str, float] = {}
+    errors: list[str] = []
+    started = False
+
+    def drain(block_s: float = 0.0) -> None:
+        if workers is None:
+            return
+        deadline = time.monotonic() + block_s
+        while True:
+            try:
+                d = workers.queue.get(timeout=max(0.0, deadline - time.monotonic()) if block_s else 0.0001)
+            except queue_mod.Empty:
+                return
+            op = history.append(op_from_dict(d, "worker"))
+            live.see(op)
+            schedule.update(Context(time=(op.time_ns - t0) / 1e9), op)
+
+    def nemesis_op(p: Planned) -> None:
+        inv = history.append(Op(time_ns=now_ns(), process=NEMESIS, type="invoke", f=p.f, value=p.value))
+        try:
+            done = nemesis.invoke(inv)
+        except Exception as e:
+            done = replace(inv, time_ns=now_ns(), type="info", error=f"{type(e).__name__}: {e}"[:300])
+        history.append(done)
+        live.faults = [f for f in live.faults if f != p.f]
+        if p.phase == "fault":
+            live.faults.append(p.f)
+        elif p.phase in ("heal", "final"):
+            live.faults = []
+
+    t0 = now_ns()
+    schedule = FaultSchedule(nemesis, spec.seed, 0, spec.nemesis_interval)
+    try:
+        t = time.monotonic()
+        show.status("starting cluster")
+        cluster.up()
+        started = True
+        timings["cluster_up_s"] = round(time.monotonic() - t, 3)
+        nemesis.setup(NemesisContext(spec=spec, cluster=cluster))
+        fault_phase = spec.time_limit - spec.recovery
+        schedule = FaultSchedule(nemesis, spec.seed, fault_phase, spec.nemesis_interval)
+        workers = Workers(spec, cluster)
+        workers.start()
+        # Count time from when the workers are ready to work, not from process spawn.
+        t0 = now_ns()
+        end = t0 + int(spec.time_limit * 1e9)
+        while now_ns() < end:
+            elapsed = (now_ns() - t0) / 1e9
+            nxt = schedule.op(Context(time=elapsed))
+            if isinstance(nxt, Planned):
+                nemesis_op(nxt)
+                continue
+            wait = 0.1 if not isinstance(nxt, Pending) else max(0.0, min(0.1, nxt.until - elapsed))
+            drain(wait)
+            show.update(elapsed, live)
+            if workers.alive() == 0:
+                errors.append("every worker exited early; see the worker errors in the history")
+                break
+        while (nxt := schedule.op(Context(time=float("inf")))) is not None:  # the final heal, if still due
+            if isinstance(nxt, Planned):
+                nemesis_op(nxt)
+    except KeyboardInterrupt:
+        interrupted = True
+        show.status("interrupted: healing and stopping")
+    finally:
+        try:
+            nemesis.teardown()
+        except Exception as e:
+            errors.append(f"nemesis teardown: {e}")
+        if workers is not None:
+            workers.stop(grace=spec.ttl_ms / 1000 + spec.acquire_timeout + 2)
+            drain(0.2)
+        if started:
+            _final_read(spec, cluster, history)
+        history.close()
+        t = time.monotonic()
+        cluster.down()
+        timings["cluster_down_s"] = round(time.monotonic() - t, 3)
+        show.close()
+    from harness.analysis import analyse
+
+    results = analyse(spec, run_dir, timings=timings, errors=errors, interrupted=interrupted,
+                      fallback=cluster.fallback_reason)
+    return RunOutcome(run_dir=run_dir, summary=results["summary"], results=results, interrupted=interrupted)
+
+
+def _final_read(spec: TestSpec, cluster: LocalCluster, history: HistoryWriter) -> None:
+    """Read the counter once all workers are gone: the ground truth for lost updates."""
+    from workloads.resource import FencedCounter
+
+    node = next((n for n in cluster.nodes if n.role == "store"), None)
+    if node is None:
+        return
+    key = f"{spec.key}:counter"
+    history.append(Op(time_ns=now_ns(), process="final", type="invoke", f="read", key=key))
+    try:
+        c = FencedCounter(node, spec.key, fencing=False)
+        v = c.read(None)
+        c.close()
+        history.append(Op(time_ns=now_ns(), process="final", type="ok", f="read", key=key, value=v))
+    except Exception as e:
+        history.append(Op(time_ns=now_ns(), process="final", type="info", f="read", key=key, error=str(e)[:300]))
+
+

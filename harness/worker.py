@@ -1,0 +1,138 @@
+"""One client worker: an OS process with its own LockClient, looping through the workload.
+
+Processes, not threads, so a nemesis can SIGSTOP a lock holder (the articles' GC pause)
+or skew its clock without touching the others. The worker records each op twice, at
+invoke and at completion, by sending it to the runner, which writes the history. Times
+are CLOCK_MONOTONIC, shared by every process on the host.
+
+The workload (one cycle): acquire -> read the counter -> hold for a random time that
+stays inside the lease's validity -> write counter+1 -> release. With fencing the read
+and the write present the lease's token. A worker that gets an `info` (it cannot tell
+whether its op happened) continues as a new process id, as in Jepsen: the old id may
+still hold a lock nobody will ever release, and the checkers must see that.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from harness.errors import NotAcquired
+from harness.history import now_ns
+
+SAFETY_MARGIN = 0.2  # fraction of the TTL kept free between the end of a hold and expiry
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerArgs:
+    index: int  # 0-based worker slot
+    spec: Any  # TestSpec
+    nodes: tuple  # Node values of the lock service
+    store: Any  # Node of the resource server
+    netns: str | None = None
+
+
+class Recorder:
+    def __init__(self, queue, process: int):
+        self.queue = queue
+        self.process = process
+
+    def __call__(self, type_: str, f: str, **kw) -> None:
+        d = {"time_ns": now_ns(), "process": self.process, "type": type_, "f": f}
+        d.update({k: v for k, v in kw.items() if v is not None})
+        self.queue.put(d)
+
+
+def worker_main(args: WorkerArgs, queue, stop) -> None:
+    """Entry point of a worker process. Returns when `stop` is set (after its cycle)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner owns Ctrl-C and stops us
+    if args.netns:
+        from harness.cluster.netns import enter_netns
+
+        enter_netns(args.netns)
+    from harness import plugins
+    from workloads.base import Clock
+    from workloads.resource import FencedCounter
+
+    spec = args.spec
+    rng = random.Random(spec.seed * 7919 + args.index)
+    client = plugins.backend_class(spec.backend)(spec.options, Clock())
+    client.open(args.nodes)
+    counter = FencedCounter(args.store, spec.key, fencing=spec.fencing)
+    rec = Recorder(queue, args.index)
+    try:
+        while not stop.is_set():
+            if not cycle(spec, client, counter, rec, rng):
+                rec.process += spec.concurrency
+    finally:
+        try:
+            client.close()
+            counter.close()
+        except Exception:
+            pass
+
+
+def _err(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"[:300]
+
+
+def cycle(spec, client, counter, rec: Recorder, rng: random.Random) -> bool:
+    """One acquire/critical-section/release cycle. False when the process id must change."""
+    from workloads.resource import STALE, StaleToken
+
+    key = spec.key
+    rec("invoke", "acquire", key=key)
+    try:
+        lease = client.acquire(key, spec.ttl_ms, spec.acquire_timeout)
+    except NotAcquired as e:
+        rec("fail", "acquire", key=key, error=str(e)[:300])
+        return True
+    except Exception as e:
+        rec("info", "acquire", key=key, error=_err(e))
+        return False
+    rec("ok", "acquire", key=key, value=lease.value, token=lease.token)
+    token = lease.token
+    resource = f"{key}:counter"
+
+    rec("invoke", "read", key=resource, token=token)
+    value = None
+    try:
+        value = counter.read(token)
+        rec("ok", "read", key=resource, value=value, token=token)
+    except StaleToken:
+        rec("fail", "read", key=resource, token=token, error=STALE)
+    except Exception as e:
+        rec("info", "read", key=resource, token=token, error=_err(e))
+        release(client, lease, rec)
+        return False
+
+    if value is not None:
+        remaining = (lease.valid_until_ns - time.monotonic_ns()) / 1e9 - SAFETY_MARGIN * spec.ttl_ms / 1000
+        time.sleep(rng.uniform(0, max(0.0, min(spec.hold_max, remaining))))
+        rec("invoke", "write", key=resource, value=value + 1, token=token)
+        try:
+            counter.write(value + 1, token)
+            rec("ok", "write", key=resource, value=value + 1, token=token)
+        except StaleToken:
+            rec("fail", "write", key=resource, value=value + 1, token=token, error=STALE)
+        except Exception as e:
+            rec("info", "write", key=resource, value=value + 1, token=token, error=_err(e))
+            release(client, lease, rec)
+            return False
+    return release(client, lease, rec)
+
+
+def release(client, lease, rec: Recorder) -> bool:
+    rec("invoke", "release", key=lease.key, value=lease.value)
+    try:
+        if client.release(lease):
+            rec("ok", "release", key=lease.key, value=lease.value)
+        else:
+            rec("fail", "release", key=lease.key, value=lease.value, error="not held")
+        return True
+    except Exception as e:
+        rec("info", "release", key=lease.key, value=lease.value, error=_err(e))
+        return False

@@ -1,0 +1,1 @@
+"""Nemeses: faults injected into servers and clients, each verified and recorded."""

@@ -1,0 +1,158 @@
+"""The Nemesis contract, the no-op nemesis, and composition.
+
+A nemesis turns an invoke op (process "nemesis", f naming the fault) into a completion:
+`ok` when the fault verifiably took effect (its value says what was measured), `info`
+when it may have partly happened. It declares the fs it handles, and it plans its own
+faults: `next_fault(rng)` returns the op that starts one fault and the op that heals it,
+drawn only from the rng, so the same seed gives the same schedule (see generator.py).
+
+`teardown()` must heal everything the nemesis ever did, even after an error, and must be
+safe to call twice. `invoke` must not sleep for the length of a fault: the generator
+decides when the healing op runs.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, Sequence
+
+from harness.errors import BadArgument
+from harness.history import Op, now_ns
+
+
+# Which fault each healing op ends, so readers of a history (CSV, report) can draw the
+# interval a fault was active without the nemesis object. A nemesis adds its own pairs.
+HEALS: dict[str, str] = {"clock-reset": "clock-bump"}
+
+
+def fault_intervals(history) -> list[dict]:
+    """[{f, start_ns, end_ns | None, value}] of every fault that took effect, from the history."""
+    from harness.history import NEMESIS
+
+    open_: dict[str, dict] = {}
+    out: list[dict] = []
+    pending: dict[int, Op] = {}
+    for op in sorted(history, key=lambda o: (o.time_ns, o.index)):
+        if op.process != NEMESIS:
+            continue
+        if op.type == "invoke":
+            pending[0] = op
+            continue
+        inv = pending.pop(0, op)
+        if op.type == "fail":
+            continue
+        if op.f in HEALS:
+            started = open_.pop(HEALS[op.f], None)
+            if started is not None:
+                started["end_ns"] = op.time_ns
+        elif op.f not in open_:
+            iv = {"f": op.f, "start_ns": inv.time_ns, "end_ns": None, "value": op.value}
+            open_[op.f] = iv
+            out.append(iv)
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fault:
+    start: tuple[str, Any]  # (f, value) of the op that starts the fault
+    stop: tuple[str, Any] | None  # (f, value) of the op that heals it
+
+
+@dataclass(slots=True, kw_only=True)
+class NemesisContext:
+    """What a nemesis may touch: the spec, the cluster, and the client workers."""
+
+    spec: Any
+    cluster: Any
+    workers: Any = None  # runner.Workers: pids and in-process clocks of client processes
+    extra: dict = field(default_factory=dict)
+
+    def lock_node_names(self) -> list[str]:
+        return [n.name for n in self.cluster.nodes if n.role == "lock"]
+
+
+class Nemesis(Protocol):
+    name: str
+    fs: frozenset[str]
+
+    def setup(self, ctx: NemesisContext) -> None: ...
+
+    def next_fault(self, rng: random.Random) -> Fault | None: ...
+
+    def heal_ops(self) -> list[tuple[str, Any]]: ...
+
+    def invoke(self, op: Op) -> Op: ...
+
+    def teardown(self) -> None: ...
+
+
+def complete(op: Op, type_: str = "ok", value: Any = None, error: str | None = None) -> Op:
+    """The completion of a nemesis invoke, stamped now."""
+    return replace(op, index=-1, time_ns=now_ns(), type=type_, value=op.value if value is None else value, error=error)
+
+
+class Noop:
+    """Does nothing, plans nothing: `--nemesis none`."""
+
+    name = "none"
+    fs: frozenset[str] = frozenset()
+
+    def setup(self, ctx: NemesisContext) -> None:
+        pass
+
+    def next_fault(self, rng: random.Random) -> Fault | None:
+        return None
+
+    def heal_ops(self) -> list[tuple[str, Any]]:
+        return []
+
+    def invoke(self, op: Op) -> Op:
+        return complete(op, "info", error=f"no nemesis handles {op.f!r}")
+
+    def teardown(self) -> None:
+        pass
+
+
+class Compose:
+    """Several nemeses on one schedule; ops are routed by f, faults drawn in turn at random."""
+
+    name = "compose"
+
+    def __init__(self, members: Sequence[Nemesis]):
+        self.members = [m for m in members if not isinstance(m, Noop)]
+        self.routes: dict[str, Nemesis] = {}
+        for m in self.members:
+            for f in m.fs:
+                if f in self.routes:
+                    raise BadArgument(f"nemeses {self.routes[f].name} and {m.name} both handle {f!r}; use only one of them")
+                self.routes[f] = m
+        self.fs = frozenset(self.routes)
+
+    def setup(self, ctx: NemesisContext) -> None:
+        for m in self.members:
+            m.setup(ctx)
+
+    def next_fault(self, rng: random.Random) -> Fault | None:
+        if not self.members:
+            return None
+        return rng.choice(self.members).next_fault(rng)
+
+    def heal_ops(self) -> list[tuple[str, Any]]:
+        return [op for m in self.members for op in m.heal_ops()]
+
+    def invoke(self, op: Op) -> Op:
+        m = self.routes.get(op.f)
+        if m is None:
+            return complete(op, "info", error=f"no nemesis handles {op.f!r}")
+        return m.invoke(op)
+
+    def teardown(self) -> None:
+        errors = []
+        for m in self.members:
+            try:
+                m.teardown()
+            except Exception as e:  # heal the rest before reporting
+                errors.append(f"{m.name}: {e}")
+        if errors:
+            raise RuntimeError("; ".join(errors))

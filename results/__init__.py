@@ -1,0 +1,1 @@
+"""The results package: the run store, CSV and HTML writers, the index, and serving."""

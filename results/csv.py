@@ -1,0 +1,41 @@
+"""ops.csv: one row per completed client or nemesis op, for pandas, spreadsheets and CI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from harness.history import Op, pair_ops
+from nemesis.base import fault_intervals
+
+COLUMNS = ["index", "process", "f", "type", "key", "value", "token", "node", "error",
+           "invoke_s", "complete_s", "latency_ms", "nemesis_active"]
+
+
+def ops_frame(history: Sequence[Op]) -> pd.DataFrame:
+    """Completed ops with their latency and the faults active when they were invoked."""
+    t0 = min((o.time_ns for o in history), default=0)
+    faults = fault_intervals(history)
+    end_all = max((o.time_ns for o in history), default=0)
+    rows = []
+    for inv, done in pair_ops(sorted(history, key=lambda o: (o.time_ns, o.index))):
+        end = done.time_ns if done is not None else None
+        active = sorted({iv["f"] for iv in faults if iv["start_ns"] <= inv.time_ns < (iv["end_ns"] or end_all + 1)})
+        rows.append({
+            "index": inv.index, "process": inv.process, "f": inv.f,
+            "type": done.type if done is not None else "info", "key": inv.key,
+            "value": (done.value if done is not None and done.value is not None else inv.value),
+            "token": (done.token if done is not None and done.token is not None else inv.token),
+            "node": inv.node, "error": done.error if done is not None else "no completion",
+            "invoke_s": round((inv.time_ns - t0) / 1e9, 6),
+            "complete_s": None if end is None else round((end - t0) / 1e9, 6),
+            "latency_ms": None if end is None else round((end - inv.time_ns) / 1e6, 3),
+            "nemesis_active": "+".join(active),
+        })
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def write_ops_csv(history: Sequence[Op], path: Path) -> None:
+    ops_frame(history).to_csv(path, index=False)

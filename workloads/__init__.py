@@ -1,0 +1,1 @@
+"""Lock clients (one module per design), the fenced resource they protect, and the workload."""

@@ -1,0 +1,89 @@
+"""The LockClient contract every backend implements, and the Lease it hands out.
+
+One LockClient lives in one worker process. The harness calls `open(nodes)` once, then
+repeatedly `acquire` -> critical section -> `release`, and `close()` at the end.
+
+Outcomes are three-valued, as in the history: `acquire` returning a Lease is ok; raising
+`NotAcquired` is fail (the lock was certainly not taken); any other exception is info
+(it may have been taken). An implementation must not swallow errors into NotAcquired
+when it cannot tell whether a server applied its write, and must not invent a fencing
+token the design cannot guarantee to be monotonic (leave `token=None`).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+
+from harness.cluster.base import Node
+from harness.errors import LockLost, NotAcquired
+
+__all__ = ["Clock", "Lease", "LockClient", "LockLost", "NotAcquired", "option", "unique_value"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Lease:
+    key: str
+    value: str  # unique per acquisition: the proof of ownership a release presents
+    token: int | None = None  # fencing token; None where the design has no safe one
+    acquired_ns: int  # host monotonic time at which acquire returned
+    valid_until_ns: int  # monotonic deadline until which the client believes it holds the lock
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Clock:
+    """The clock a client reads for wall time. A nemesis may skew it in-process.
+
+    libfaketime breaks CPython's timed waits, so a Python worker's wall clock is skewed
+    here instead; monotonic reads (validity timers) are deliberately left true.
+    """
+
+    def __init__(self, offset_s: float = 0.0, rate: float = 1.0):
+        self.offset_s = offset_s
+        self.rate = rate
+        self._base = time.time()
+
+    def time(self) -> float:
+        real = time.time()
+        return self._base + (real - self._base) * self.rate + self.offset_s
+
+    def set(self, offset_s: float, rate: float = 1.0) -> None:
+        self._base = time.time()
+        self.offset_s, self.rate = offset_s, rate
+
+
+@runtime_checkable
+class LockClient(Protocol):
+    name: str
+    has_fencing: bool  # whether leases carry a token safe for fencing
+
+    def open(self, nodes: Sequence[Node]) -> None: ...
+
+    def acquire(self, key: str, ttl_ms: int, timeout_s: float) -> Lease: ...
+
+    def release(self, lease: Lease) -> bool:
+        """True if this call released the lock; False if the lease was no longer held."""
+
+    def renew(self, lease: Lease) -> Lease:
+        """Extend the lease; raise LockLost if it is no longer held."""
+
+    def close(self) -> None: ...
+
+
+def unique_value() -> str:
+    """A value no other acquisition will ever use (the articles: never a constant)."""
+    return uuid.uuid4().hex
+
+
+def option(options: Mapping[str, Any], name: str, default: Any, cast=float) -> Any:
+    """Read one backend option, cast it, and name it in the error if it does not parse."""
+    from harness.errors import BadArgument
+
+    if name not in options:
+        return default
+    try:
+        return cast(options[name])
+    except (TypeError, ValueError):
+        raise BadArgument(f"backend option {name}={options[name]!r} is not a valid {cast.__name__}") from None
