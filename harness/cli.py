@@ -159,9 +159,12 @@ def list_cmd():
     return 0
 
 
-from harness.cluster_cli import cluster  # noqa: E402  (registers the `cluster` group)
+from harness.cluster_cli import cluster  # noqa: E402
+from results.commands import report, serve  # noqa: E402
 
 cli.add_command(cluster)
+cli.add_command(report)
+cli.add_command(serve)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -25,7 +25,8 @@ from harness.generator import Context, FaultSchedule, Pending, Planned
 from harness.history import NEMESIS, HistoryWriter, Op, now_ns, op_from_dict
 from harness.progress import Progress
 from harness.spec import TestSpec
-from harness.worker import WorkerArgs, worker_main
+from harness.errors import ClusterError
+from harness.worker import READY, WorkerArgs, worker_main
 from nemesis.base import Compose, NemesisContext
 from results import store
 
@@ -64,18 +65,33 @@ class Workers:
         self.ctx = mp.get_context("spawn")
         self.queue = self.ctx.Queue()
         self.stop_event = self.ctx.Event()
+        self.go = self.ctx.Event()
         self.procs: list[Any] = []
         self.paused: set[int] = set()
         lock_nodes = tuple(n for n in cluster.nodes if n.role == "lock")
         store_node = next(n for n in cluster.nodes if n.role == "store")
         for i in range(spec.concurrency):
             args = WorkerArgs(index=i, spec=spec, nodes=lock_nodes, store=store_node, netns=cluster.client_netns[i])
-            self.procs.append(self.ctx.Process(target=worker_main, args=(args, self.queue, self.stop_event),
+            self.procs.append(self.ctx.Process(target=worker_main, args=(args, self.queue, self.stop_event, self.go),
                                                name=f"chaos-worker-{i}", daemon=True))
 
-    def start(self) -> None:
+    def start(self, timeout: float = 60.0) -> None:
+        """Spawn every worker, wait until each has opened its client, then let them go."""
         for p in self.procs:
             p.start()
+        ready: set[int] = set()
+        deadline = time.monotonic() + timeout
+        while len(ready) < len(self.procs):
+            try:
+                msg = self.queue.get(timeout=0.2)
+            except queue_mod.Empty:
+                dead = [i for i, p in enumerate(self.procs) if not p.is_alive() and i not in ready]
+                if dead or time.monotonic() > deadline:
+                    raise ClusterError(f"worker(s) {dead or sorted(set(range(len(self.procs))) - ready)} could not open "
+                                       f"their lock client; run with --concurrency 1 to see the error")
+                continue
+            ready.add(msg[READY])
+        self.go.set()
 
     def pid(self, index: int) -> int:
         return self.procs[index].pid
@@ -162,7 +178,8 @@ def run(spec: TestSpec, *, progress: bool = True) -> RunOutcome:
                 return
             op = history.append(op_from_dict(d, "worker"))
             live.see(op)
-            schedule.update(Context(time=(op.time_ns - t0) / 1e9), op)
+            if schedule is not None:
+                schedule.update(Context(time=(op.time_ns - t0) / 1e9), op)
 
     def nemesis_op(p: Planned) -> None:
         inv = history.append(Op(time_ns=now_ns(), process=NEMESIS, type="invoke", f=p.f, value=p.value))
@@ -178,7 +195,7 @@ def run(spec: TestSpec, *, progress: bool = True) -> RunOutcome:
             live.faults = []
 
     t0 = now_ns()
-    schedule = FaultSchedule(nemesis, spec.seed, 0, spec.nemesis_interval)
+    schedule: FaultSchedule | None = None
     try:
         t = time.monotonic()
         show.status("starting cluster")
@@ -205,7 +222,7 @@ def run(spec: TestSpec, *, progress: bool = True) -> RunOutcome:
             if workers.alive() == 0:
                 errors.append("every worker exited early; see the worker errors in the history")
                 break
-        while (nxt := schedule.op(Context(time=float("inf")))) is not None:  # the final heal, if still due
+        while schedule is not None and (nxt := schedule.op(Context(time=float("inf")))) is not None:  # the final heal, if still due
             if isinstance(nxt, Planned):
                 nemesis_op(nxt)
     except KeyboardInterrupt:

@@ -23,6 +23,7 @@ from typing import Any
 from harness.errors import NotAcquired
 from harness.history import now_ns
 
+READY = "ready"  # the message a worker sends once its client is open
 SAFETY_MARGIN = 0.2  # fraction of the TTL kept free between the end of a hold and expiry
 
 
@@ -46,8 +47,9 @@ class Recorder:
         self.queue.put(d)
 
 
-def worker_main(args: WorkerArgs, queue, stop) -> None:
-    """Entry point of a worker process. Returns when `stop` is set (after its cycle)."""
+def worker_main(args: WorkerArgs, queue, stop, go) -> None:
+    """Entry point of a worker process. Says READY once its client is open, starts when
+    `go` is set (so every worker starts together), returns when `stop` is set."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner owns Ctrl-C and stops us
     if args.netns:
         from harness.cluster.netns import enter_netns
@@ -63,6 +65,8 @@ def worker_main(args: WorkerArgs, queue, stop) -> None:
     client.open(args.nodes)
     counter = FencedCounter(args.store, spec.key, fencing=spec.fencing)
     rec = Recorder(queue, args.index)
+    queue.put({READY: args.index})
+    go.wait()
     try:
         while not stop.is_set():
             if not cycle(spec, client, counter, rec, rng):

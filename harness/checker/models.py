@@ -1,0 +1,252 @@
+"""Sequential specifications for the linearizability checker.
+
+A model is a small state machine: `init` is the starting state, and `step(state, invoke,
+completion)` says whether the operation may take effect in `state` (returning the next
+state) or not (returning None). States must be immutable and hashable, because the checker
+memoises on (set of linearized ops, state) and restores old states when it backtracks.
+
+What each completion type means to a model:
+
+- `ok`: the operation took effect, with the output in the completion (a read's value).
+- `fail`: the operation certainly did not take effect. The checker drops these before it
+  calls `step`, so a model never sees them. For a `cas` a fail is also a hint (the register
+  did not hold `expected` at some point), but dropping it only makes the checker more
+  permissive, never wrong: it can miss that one kind of anomaly, it cannot invent one.
+- `info` (or no completion at all): the checker calls `step(state, invoke, None)`. The op
+  may have taken effect at any time after its invocation, or never; the checker is free
+  to leave it out. A model must judge it by its input alone: an unknown read is legal in
+  every state, an unknown write must still respect the write's own preconditions.
+
+Ops that `relevant` rejects (nemesis ops, unknown `f` such as "renew") never reach `step`.
+A model must not keep mutable state of its own or depend on anything but its arguments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Hashable
+
+from harness.history import NEMESIS, Op
+
+State = Hashable
+
+
+def freeze(value: Any) -> Hashable:
+    """JSON values as hashable ones: lists become tuples, dicts sorted item tuples."""
+    if isinstance(value, list):
+        return tuple(freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, freeze(v)) for k, v in value.items()))
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """The inverse of `freeze` for reporting: tuples back to JSON lists."""
+    if isinstance(value, tuple):
+        return [thaw(v) for v in value]
+    return value
+
+
+class Model:
+    """Base class of a sequential specification (see the module docstring).
+
+    Subclasses set `name` and `fs` (the op functions they understand) and implement
+    `init` and `step`. `prune` may drop ops of unknown outcome that no linearization ever
+    needs; it shrinks the search, which otherwise retries each pending info op at every
+    turn.
+    """
+
+    name: str = "model"
+    fs: frozenset[str] = frozenset()
+
+    @property
+    def init(self) -> State:
+        raise NotImplementedError
+
+    def relevant(self, op: Op) -> bool:
+        return op.process != NEMESIS and op.f in self.fs
+
+    def step(self, state: State, inv: Op, comp: Op | None) -> State | None:
+        """The state after `inv` takes effect in `state`, or None if it cannot (illegal)."""
+        raise NotImplementedError
+
+    def prune(self, ops: list[tuple[Op, Op | None]]) -> list[tuple[Op, Op | None]]:
+        """Drop ops no linearization needs. `ops` is one partition as (invoke, completion)
+        in invocation order, completion None for unknown outcomes, fails already removed.
+
+        It must only drop ops whose completion is None, and only when every linearization
+        that uses the op stays legal without it; anything else could turn a valid history
+        into a false alarm. The default drops nothing.
+        """
+        return ops
+
+    def to_json(self, state: State) -> Any:
+        return thaw(state)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Mutex(Model):
+    """An owner-aware lock: the state is `()` when free, `(holder_process,)` when held.
+
+    (Not the bare holder, because None is what `step` returns for illegal; `to_json`
+    reports the holder or null.) `acquire` is legal only when free and makes the caller
+    the holder (not re-entrant); `release` is legal only by the holder and frees it.
+    Leases that expire are deliberately not modelled: a TTL lock that lets a second client
+    in while the first still holds it is exactly the violation this model exists to report.
+    """
+
+    name: str = "mutex"
+    fs: frozenset[str] = frozenset({"acquire", "release"})
+
+    @property
+    def init(self) -> State:
+        return ()
+
+    def step(self, state: State, inv: Op, comp: Op | None) -> State | None:
+        if inv.f == "acquire":
+            return (inv.process,) if state == () else None
+        if inv.f == "release":
+            return () if state == (inv.process,) else None
+        return state
+
+    def prune(self, ops: list[tuple[Op, Op | None]]) -> list[tuple[Op, Op | None]]:
+        """Drop unknown acquires whose process never invokes a release afterwards: once
+        such an acquire takes effect nothing else is legal, so it can only come last in a
+        linearization, and leaving it out keeps that linearization legal. This matters:
+        acquire timeouts are common under faults, and each pending one would otherwise be
+        retried by the search at every turn."""
+        releases_after: dict = {}
+        kept_rev = []
+        for inv, comp in reversed(ops):
+            if inv.f == "acquire" and comp is None and not releases_after.get(inv.process):
+                continue
+            if inv.f == "release":
+                releases_after[inv.process] = True
+            kept_rev.append((inv, comp))
+        return kept_rev[::-1]
+
+    def to_json(self, state: State) -> Any:
+        return state[0] if state else None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Register(Model):
+    """A read/write register holding one value, `initial` (default 0) until written.
+
+    A read that returns null is read as the initial value: an unset key reads back as
+    null from Redis or etcd, and a counter that was never written means 0.
+    """
+
+    name: str = "register"
+    fs: frozenset[str] = frozenset({"read", "write"})
+    initial: Any = 0
+
+    @property
+    def init(self) -> State:
+        return freeze(self.initial)
+
+    def _read(self, state: State, comp: Op | None) -> State | None:
+        if comp is None:  # an unknown read observed nothing
+            return state
+        seen = self.init if comp.value is None else freeze(comp.value)
+        return state if seen == state else None
+
+    def step(self, state: State, inv: Op, comp: Op | None) -> State | None:
+        if inv.f == "read":
+            return self._read(state, comp)
+        if inv.f == "write":
+            return freeze(inv.value)
+        return state
+
+    def prune(self, ops: list[tuple[Op, Op | None]]) -> list[tuple[Op, Op | None]]:
+        """Drop unknown reads (they observed nothing) and unknown writes, cas included,
+        of values nobody observed: once such a write takes effect, only another write can
+        follow it legally, so leaving it out keeps every linearization legal. A fenced
+        write left out only lowers the max token, which rejects fewer writes."""
+        observed = {freeze(self.initial)}
+        for inv, comp in ops:
+            if inv.f == "read" and comp is not None:
+                observed.add(freeze(self.initial) if comp.value is None else freeze(comp.value))
+            # every cas, unknown ones too: an unknown write may be what an unknown cas needs
+            elif inv.f == "cas" and isinstance(inv.value, (list, tuple)) and inv.value:
+                observed.add(freeze(self.initial) if inv.value[0] is None else freeze(inv.value[0]))
+        kept = []
+        for inv, comp in ops:
+            if comp is None:
+                if inv.f == "read":
+                    continue
+                if inv.f == "write" and freeze(inv.value) not in observed:
+                    continue
+                if (inv.f == "cas" and isinstance(inv.value, (list, tuple)) and len(inv.value) == 2
+                        and freeze(inv.value[1]) not in observed):
+                    continue
+            kept.append((inv, comp))
+        return kept
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CasRegister(Register):
+    """A register with compare-and-set: `cas` carries value [expected, new].
+
+    An ok (or info, if it happened) cas is legal only when the register holds `expected`,
+    and leaves `new`. A failed cas is dropped (see the module docstring).
+    """
+
+    name: str = "cas-register"
+    fs: frozenset[str] = frozenset({"read", "write", "cas"})
+
+    def step(self, state: State, inv: Op, comp: Op | None) -> State | None:
+        if inv.f == "cas":
+            pair = inv.value
+            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+                raise ValueError(f"op {inv.index}: cas value must be [expected, new], got {pair!r}")
+            expected, new = (self.init if pair[0] is None else freeze(pair[0])), freeze(pair[1])
+            return new if state == expected else None
+        return Register.step(self, state, inv, comp)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FencedRegister(Register):
+    """A register that honours fencing tokens: the state is (value, max accepted token).
+
+    A write with token t takes effect only if t >= the largest token accepted so far
+    (an equal token is the same lease writing again), and raises the maximum to t. A
+    write without a token is a plain write that leaves the maximum alone. Reads are as for
+    `Register`. A write rejected as stale completes `fail` and is dropped; an *ok* write
+    whose token is below an earlier accepted one has no legal place, which is the point.
+    """
+
+    name: str = "fenced-register"
+    fs: frozenset[str] = frozenset({"read", "write"})
+
+    @property
+    def init(self) -> State:
+        return (freeze(self.initial), None)
+
+    def step(self, state: State, inv: Op, comp: Op | None) -> State | None:
+        value, max_token = state
+        if inv.f == "read":
+            if comp is None:
+                return state
+            seen = freeze(self.initial) if comp.value is None else freeze(comp.value)
+            return state if seen == value else None
+        if inv.f == "write":
+            token = inv.token if inv.token is not None else (comp.token if comp is not None else None)
+            if token is None:
+                return (freeze(inv.value), max_token)
+            if max_token is not None and token < max_token:
+                return None
+            return (freeze(inv.value), token)
+        return state
+
+    def to_json(self, state: State) -> Any:
+        value, max_token = state
+        return {"value": thaw(value), "max_token": max_token}
+
+
+MODELS: dict[str, Model] = {
+    "mutex": Mutex(),
+    "register": Register(),
+    "cas-register": CasRegister(),
+    "fenced-register": FencedRegister(),
+}
