@@ -55,7 +55,8 @@ def make_cluster(spec: TestSpec, run_id: str, log_dir: Path, nemeses: list) -> L
     lock = Group(kind=server_kind(kind_name, spec), names=tuple(f"{PREFIX[kind_name]}{i}" for i in range(1, count + 1)),
                  role="lock", fake_clock=fake)
     res = Group(kind=ValkeyKind(), names=("store",), role="store")
-    return LocalCluster(run_id, [lock, res], clients=spec.concurrency, netns=spec.netns, log_dir=log_dir)
+    return LocalCluster(run_id, [lock, res], clients=spec.concurrency, netns=spec.netns, log_dir=log_dir,
+                        base_port=spec.base_port)
 
 
 class Workers:

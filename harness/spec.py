@@ -16,6 +16,7 @@
   clock_jump_s     how far clock-skew jumps (default 2.5 x TTL)
   options          backend options (timeouts, retries, session timeout, ...)
   netns            True: namespaces required; False: loopback; None: namespaces if possible
+  base_port        first loopback port (None: free ports); ignored with namespaces
   store            directory runs land in (store/<name>/<timestamp>/)
 """
 
@@ -48,6 +49,7 @@ class TestSpec:
     key: str = "chaos-lock"
     options: Mapping[str, Any] = field(default_factory=dict)
     netns: bool | None = None
+    base_port: int | None = None
     store: str = "store"
     command: str = ""
 

@@ -23,6 +23,7 @@ TOLERANCE_S = 0.5
 class ClockSkew:
     name = "clock-skew"
     fs = frozenset({"clock-bump", "clock-reset"})
+    needs_fake_clock = True
 
     def setup(self, ctx: NemesisContext) -> None:
         if not isinstance(ctx.cluster, ClockControl):

@@ -110,20 +110,19 @@ class Mutex(Model):
         return state
 
     def prune(self, ops: list[tuple[Op, Op | None]]) -> list[tuple[Op, Op | None]]:
-        """Drop unknown acquires whose process never invokes a release afterwards: once
-        such an acquire takes effect nothing else is legal, so it can only come last in a
-        linearization, and leaving it out keeps that linearization legal. This matters:
-        acquire timeouts are common under faults, and each pending one would otherwise be
-        retried by the search at every turn."""
-        releases_after: dict = {}
-        kept_rev = []
-        for inv, comp in reversed(ops):
-            if inv.f == "acquire" and comp is None and not releases_after.get(inv.process):
-                continue
+        """Drop unknown acquires whose process has no release that could be linearized
+        after them (one that returns at or after the acquire's invocation): once such an
+        acquire takes effect nothing else is legal, so it can only come last, and leaving
+        it out keeps that linearization legal. This matters: acquire timeouts are common
+        under faults, and the search would otherwise retry each one at every turn."""
+        last_release: dict = {}
+        for inv, comp in ops:
             if inv.f == "release":
-                releases_after[inv.process] = True
-            kept_rev.append((inv, comp))
-        return kept_rev[::-1]
+                end = comp.time_ns if comp is not None else float("inf")
+                last_release[inv.process] = max(end, last_release.get(inv.process, end))
+        return [(inv, comp) for inv, comp in ops
+                if not (inv.f == "acquire" and comp is None
+                        and last_release.get(inv.process, -1) < inv.time_ns)]
 
     def to_json(self, state: State) -> Any:
         return state[0] if state else None

@@ -18,6 +18,7 @@ tells a SIGKILLed run's leftovers from a live run it must not touch.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import ipaddress
@@ -181,32 +182,30 @@ def _lock_path(run_id: str) -> str:
     return f"{_LOCK_DIR}/chaoslock-{run_id}.lock"
 
 
-def _hold_run_lock(run_id: str) -> IO:
-    f = open(_lock_path(run_id), "w")  # non-inheritable: a spawned worker must not hold it
-    fcntl.flock(f, fcntl.LOCK_EX)
-    return f
-
-
 def _run_is_live(run_id: str) -> bool:
+    """True while the process that brought the run up holds its lock (see module docstring)."""
     try:
-        fd = os.open(_lock_path(run_id), os.O_RDWR | os.O_CLOEXEC)
+        with open(_lock_path(run_id), "r+") as f:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except FileNotFoundError:
-        return False  # no lock file: the run never got up, or down() finished
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return False
+        return False  # never got up, or down() finished
     except BlockingIOError:
         return True
-    finally:
-        os.close(fd)
+    return False
+
+
+_available = False  # a probe that succeeded once need not run again in this process
 
 
 def netns_available() -> str | None:
     """None if namespaces, veths, bridges and iptables all work here; else one sentence why not.
 
-    Probes for real (a throwaway run with one host, about 50 ms) rather than trusting the
-    uid, since a container can be root without CAP_NET_ADMIN.
+    Probes for real (a throwaway run with one host, about 100 ms, once per process) rather
+    than trusting the uid, since a container can be root without CAP_NET_ADMIN.
     """
+    global _available
+    if _available:
+        return None
     if os.geteuid() != 0:
         return "network namespaces need root; run as root or use another cluster provider"
     for tool, pkg in (("ip", "iproute2"), ("iptables", "iptables"),
@@ -219,6 +218,7 @@ def netns_available() -> str | None:
         net.up()
         host = net.add_host("probe")
         _run(net.exec_argv(host.name) + ["iptables", "-w", "-S", "INPUT"])
+        _available = True
         return None
     except ChaosError as e:
         return f"cannot set up namespaces, bridges or iptables here ({e}); run as root " \
@@ -271,7 +271,14 @@ class Network:
         if self.bridge in _links():
             raise ClusterError(f"bridge {self.bridge} already exists (left by a killed run?); "
                                f"run `chaos cluster down --all`")
-        self._lock = _hold_run_lock(self.run_id)
+        while True:  # not inherited by spawned workers (Python opens files non-inheritable)
+            self._lock = open(_lock_path(self.run_id), "w")
+            fcntl.flock(self._lock, fcntl.LOCK_EX)
+            # A cleanup_all may have unlinked the file between our open and flock.
+            if os.path.exists(self._lock.name) and \
+                    os.stat(self._lock.name).st_ino == os.fstat(self._lock.fileno()).st_ino:
+                break
+            self._lock.close()
         with open(_PICK_LOCK, "w") as pick:
             # Two runs starting together must not both pick the same free /24.
             fcntl.flock(pick, fcntl.LOCK_EX)
@@ -324,11 +331,10 @@ class Network:
         return self._hosts[name]
 
     def host(self, name: str) -> Host:
-        try:
-            return self._hosts[name]
-        except KeyError:
+        if name not in self._hosts:
             raise BadArgument(f"no host {name!r} in network {self.run_id}; "
-                              f"choose one of: {', '.join(self._hosts)}") from None
+                              f"choose one of: {', '.join(self._hosts)}")
+        return self._hosts[name]
 
     @property
     def hosts(self) -> list[Host]:
@@ -404,7 +410,8 @@ class Network:
         self._rules.clear()
         self._counter = 0
         if self._lock is not None:
-            os.unlink(self._lock.name)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._lock.name)
             self._lock.close()
             self._lock = None
 
@@ -430,6 +437,18 @@ def enter_netns(ns_name: str) -> None:
         os.close(fd)
 
 
+def cleanup_run(run_id: str) -> list[str]:
+    """Remove one run's namespaces, bridge, veths and root rules, live or not; say what went.
+
+    Processes still inside its namespaces are SIGKILLed. For `chaos cluster down <run>`.
+    """
+    report = _remove(lambda rid: rid == run_id, kill_processes=True)
+    if not _run_is_live(run_id):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(_lock_path(run_id))
+    return report
+
+
 def cleanup_all(*, include_live: bool = False) -> list[str]:
     """Remove leftovers of dead runs: namespaces, bridges, veths, root rules; say what went.
 
@@ -447,5 +466,6 @@ def cleanup_all(*, include_live: bool = False) -> list[str]:
     for name in os.listdir(_LOCK_DIR):
         rid = name.removeprefix("chaoslock-").removesuffix(".lock")
         if re.fullmatch(r"[0-9a-f]{6}", rid) and rid not in live and not _run_is_live(rid):
-            os.unlink(os.path.join(_LOCK_DIR, name))  # a dead run's lock file
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(_LOCK_DIR, name))  # a dead run's lock file
     return report

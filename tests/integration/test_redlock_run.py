@@ -1,0 +1,96 @@
+"""Issue 2 end to end on real valkey servers: clock jumps, a clean run, a broken run."""
+
+import json
+import secrets
+import pytest
+
+from harness.cluster.local import Group, LocalCluster
+from harness.cluster.valkey import ValkeyKind, connect
+from tests.conftest import chaos
+
+pytestmark = pytest.mark.integration
+
+SUMMARY_FIELDS = {"valid", "violations", "ops", "acquires_ok", "acquires_fail", "acquires_info", "critical_sections",
+                  "p50_acquire_ms", "p99_acquire_ms", "stale_writes_accepted", "stale_writes_rejected",
+                  "lost_updates", "backend", "nemesis", "seed", "run_dir"}
+
+
+def test_clock_jump_moves_time_and_expires_a_key_early(tmp_path):
+    c = LocalCluster(secrets.token_hex(3), [Group(kind=ValkeyKind(), names=("n1", "n2"), fake_clock=True)],
+                     netns=False, log_dir=tmp_path)
+    c.up()
+    try:
+        jumped, steady = (connect(c.node(n), 1.0) for n in ("n1", "n2"))
+        for r in (jumped, steady):
+            r.set("k", "v", px=10_000)
+        assert abs(c.read_clock_offset("n1")) < 0.5
+        c.set_clock("n1", 30)
+        offsets = [c.read_clock_offset("n1") for _ in range(3)]  # valkey may answer once from its cache
+        assert abs(offsets[-1] - 30) < 0.5
+        assert jumped.get("k") is None, "the key should have expired early on the jumped node"
+        assert steady.get("k") == "v", "the other node's clock and key must be untouched"
+        c.set_clock("n1", 0)
+        offsets = [c.read_clock_offset("n1") for _ in range(3)]
+        assert abs(offsets[-1]) < 0.5
+    finally:
+        c.down()
+
+
+def _summary(r) -> dict:
+    lines = [line for line in r.stdout.splitlines() if line.startswith("{")]
+    assert lines, f"no JSON summary; stderr: {r.stderr[-2000:]}"
+    return json.loads(lines[-1])
+
+
+def test_no_faults_is_valid(tmp_path):
+    r = chaos("run", "--backend", "redlock", "--nemesis", "none", "--time-limit", "20", "--seed", "3",
+              "--store", str(tmp_path), "--json")
+    s = _summary(r)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert SUMMARY_FIELDS <= set(s)
+    assert s["valid"] is True and s["violations"] == 0 and s["lost_updates"] == 0
+    assert s["acquires_ok"] >= 10 and s["critical_sections"] == s["acquires_ok"]
+    run_dir = tmp_path / s["run_dir"].split(str(tmp_path) + "/", 1)[-1]
+    for f in ("history.jsonl", "results.json", "ops.csv", "spec.json"):
+        assert (run_dir / f).exists()
+    assert any((run_dir / "nodes").glob("n*.log"))
+
+
+def test_clock_skew_breaks_redlock_with_a_fixed_seed(tmp_path):
+    r = chaos("run", "--backend", "redlock", "--nemesis", "clock-skew", "--time-limit", "30", "--seed", "7",
+              "--store", str(tmp_path), "--json")
+    s = _summary(r)
+    assert r.returncode == 1, r.stderr[-2000:]
+    assert s["valid"] is False and s["violations"] >= 1
+    history = [json.loads(line) for line in open(s["run_dir"] + "/history.jsonl")]
+    bumps = [o for o in history if o["process"] == "nemesis" and o["f"] == "clock-bump" and o["type"] == "ok"]
+    assert bumps and all(abs(v - 2.5 * 2) <= 3 for b in bumps for v in b["value"].values())
+
+
+def test_missing_server_binary_is_one_sentence_and_leaves_nothing(tmp_path):
+    import os
+
+    env_before = os.environ.get("CHAOSLOCK_VALKEY_SERVER")
+    os.environ["CHAOSLOCK_VALKEY_SERVER"] = "/nonexistent/valkey-server"
+    try:
+        r = chaos("run", "--time-limit", "2", "--store", str(tmp_path))
+    finally:
+        if env_before is None:
+            del os.environ["CHAOSLOCK_VALKEY_SERVER"]
+        else:
+            os.environ["CHAOSLOCK_VALKEY_SERVER"] = env_before
+    assert r.returncode == 254 and "not an executable file" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_port_in_use_is_reported(tmp_path):
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    port = s.getsockname()[1]
+    try:
+        r = chaos("run", "--no-netns", "--base-port", str(port - 1), "--time-limit", "2", "--store", str(tmp_path))
+    finally:
+        s.close()
+    assert r.returncode == 254 and f"port {port}" in r.stderr and "in use" in r.stderr
