@@ -113,6 +113,8 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random) -> bool:
         release(client, lease, rec)
         return False
 
+    if value is not None and not still_held(client, lease):
+        value = None  # the watchdog or session told us the lock is gone: do not write
     if value is not None:
         remaining = (lease.valid_until_ns - time.monotonic_ns()) / 1e9 - SAFETY_MARGIN * spec.ttl_ms / 1000
         time.sleep(rng.uniform(0, max(0.0, min(spec.hold_max, remaining))))
@@ -127,6 +129,12 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random) -> bool:
             release(client, lease, rec)
             return False
     return release(client, lease, rec)
+
+
+def still_held(client, lease) -> bool:
+    """The client's own belief (watchdog, session state); True when it has no opinion."""
+    check = getattr(client, "still_held", None)
+    return True if check is None else bool(check(lease))
 
 
 def release(client, lease, rec: Recorder) -> bool:

@@ -71,6 +71,10 @@ class LockClient(Protocol):
 
     def close(self) -> None: ...
 
+    # Optional: `still_held(lease) -> bool`, the client's own belief (a watchdog whose
+    # renewal failed, a ZooKeeper session that was lost). The worker asks it before the
+    # write and, on False, skips the write and releases. Absent means "no opinion".
+
 
 def unique_value() -> str:
     """A value no other acquisition will ever use (the articles: never a constant)."""
