@@ -66,24 +66,29 @@ def resolve_model(model: str | Model) -> Model:
     raise BadArgument(f"unknown model {model!r}; choose one of: {', '.join(MODELS)}")
 
 
-def _partitions(history: Sequence[Op], model: Model) -> tuple[dict[Any, list[tuple[Op, Op | None]]], int]:
+def _partitions(history: Sequence[Op], model: Model
+                ) -> tuple[dict[Any, list[tuple[Op, Op | None]]], int, dict[int, Op]]:
     """Relevant ops per key as (invoke, ok completion or None), in invocation-time order.
 
     Fails are dropped here (they did not happen); info completions and missing ones both
-    become None. Returns the partitions and the number of failed ops dropped.
+    become None. Also returns the number of fails dropped and, for reporting, every
+    relevant op's real completion by invoke index.
     """
     parts: dict[Any, list[tuple[Op, Op | None]]] = {}
     fails = 0
+    completions: dict[int, Op] = {}
     for inv, comp in pair_ops(history):
         if not model.relevant(inv):
             continue
+        if comp is not None:
+            completions[inv.index] = comp
         if comp is not None and comp.type == "fail":
             fails += 1
             continue
         parts.setdefault(inv.key, []).append((inv, comp if comp is not None and comp.type == "ok" else None))
     for ops in parts.values():
         ops.sort(key=lambda p: p[0].time_ns)
-    return parts, fails
+    return parts, fails, completions
 
 
 def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float) -> _Outcome:
@@ -177,14 +182,14 @@ def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float) -> _
         e = nxt[c]
 
 
-def _op_json(pair: tuple[Op, Op | None], original: dict[int, Op | None]) -> dict:
+def _op_json(pair: tuple[Op, Op | None], original: dict[int, Op]) -> dict:
     inv, _ = pair
     comp = original.get(inv.index)
     return {"invoke": inv.to_dict(), "completion": comp.to_dict() if comp is not None else None}
 
 
 def _counterexample(key: Any, model: Model, ops: list[tuple[Op, Op | None]], out: _Outcome,
-                    original: dict[int, Op | None]) -> dict:
+                    original: dict[int, Op]) -> dict:
     """The JSON-ready account of where the deepest linearization got stuck."""
     inv, comp = ops[out.stuck]
     lo, hi = inv.time_ns, comp.time_ns if comp is not None else _INF
@@ -230,8 +235,7 @@ def check_linearizable(history: Sequence[Op], model: str | Model, *, time_limit:
     label = name or f"linearizable-{m.name}"
     start = time.monotonic()
     deadline = start + time_limit
-    parts, fails = _partitions(history, m)
-    original = {inv.index: comp for inv, comp in pair_ops(history) if comp is not None}
+    parts, fails, original = _partitions(history, m)
 
     verdicts: list[Valid] = []
     invalid_keys: list = []
