@@ -64,20 +64,29 @@ class FaultSchedule:
         self.nemesis = nemesis
         self.ops = plan(nemesis, seed, fault_phase, interval)
         self._next = 0
+        self.reactive: list[Planned] = []  # ops a nemesis asked for in response to events
 
     def op(self, ctx: Context) -> Planned | Pending | None:
-        if self._next >= len(self.ops):
+        planned = self.ops[self._next] if self._next < len(self.ops) else None
+        reactive = self.reactive[0] if self.reactive else None
+        if planned is None and reactive is None:
             return None
-        p = self.ops[self._next]
+        take_reactive = planned is None or (reactive is not None and reactive.at <= planned.at)
+        p = reactive if take_reactive else planned
         if p.at > ctx.time:
             return Pending(until=p.at)
-        self._next += 1
+        if take_reactive:
+            self.reactive.pop(0)
+        else:
+            self._next += 1
         return p
 
     def update(self, ctx: Context, event: Any) -> None:
+        """Let a reactive nemesis answer an event (e.g. an ok acquire) with ops of its own."""
         hook = getattr(self.nemesis, "on_event", None)
         if hook is not None:
-            hook(ctx, event)
+            self.reactive.extend(hook(ctx, event) or [])
+            self.reactive.sort(key=lambda p: p.at)
 
     def __iter__(self) -> Iterator[Planned]:
         return iter(self.ops)

@@ -20,11 +20,23 @@ from harness.errors import BadArgument
 
 BACKENDS = {
     "redlock": "workloads.redlock:RedlockClient",
+    "redis": "workloads.redis_single:RedisSingleClient",
+    "redis-unsafe-release": "workloads.redis_misuse:UnsafeReleaseClient",
+    "redis-setnx-expire": "workloads.redis_misuse:SetnxExpireClient",
+    "zookeeper": "workloads.zookeeper:ZooKeeperClient",
+    "zookeeper-recipe": "workloads.zookeeper:KazooRecipeClient",
+    "etcd": "workloads.etcd:EtcdClient",
+    "etcd-recipe": "workloads.etcd:EtcdRecipeClient",
+    "pottery": "workloads.libraries:PotteryClient",
+    "python-redis-lock": "workloads.libraries:PythonRedisLockClient",
 }
 
 NEMESES = {
     "none": "nemesis.base:Noop",
     "clock-skew": "nemesis.clock:ClockSkew",
+    "pause": "nemesis.process:Pause",
+    "pause-holder": "nemesis.process:PauseHolder",
+    "kill": "nemesis.process:Kill",
 }
 
 

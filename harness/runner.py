@@ -203,10 +203,10 @@ def run(spec: TestSpec, *, progress: bool = True) -> RunOutcome:
         cluster.up()
         started = True
         timings["cluster_up_s"] = round(time.monotonic() - t, 3)
-        nemesis.setup(NemesisContext(spec=spec, cluster=cluster))
+        workers = Workers(spec, cluster)
+        nemesis.setup(NemesisContext(spec=spec, cluster=cluster, workers=workers))
         fault_phase = spec.time_limit - spec.recovery
         schedule = FaultSchedule(nemesis, spec.seed, fault_phase, spec.nemesis_interval)
-        workers = Workers(spec, cluster)
         workers.start()
         # Count time from when the workers are ready to work, not from process spawn.
         t0 = now_ns()

@@ -141,6 +141,14 @@ class Compose:
     def heal_ops(self) -> list[tuple[str, Any]]:
         return [op for m in self.members for op in m.heal_ops()]
 
+    def on_event(self, ctx: Any, event: Op) -> list:
+        out: list = []
+        for m in self.members:
+            hook = getattr(m, "on_event", None)
+            if hook is not None:
+                out += hook(ctx, event) or []
+        return out
+
     def invoke(self, op: Op) -> Op:
         m = self.routes.get(op.f)
         if m is None:

@@ -1,0 +1,180 @@
+"""Process faults: SIGSTOP/SIGCONT and SIGKILL/restart, for servers and lock holders.
+
+`pause`: stop one node, a minority, a majority, or the leader (etcd, ZooKeeper) for an
+interval, then continue it. `pause-holder`: the articles' GC pause, triggered by the
+history rather than the clock: right after a worker's acquire returns ok, stop that
+worker for `pause_multiple` x TTL (spec option, default 2), then continue it; it wakes
+believing it still holds the lock. `kill`: SIGKILL nodes and restart them with their
+data dir (valkey runs without persistence unless `--option appendonly=yes`, so a killed
+Redis node comes back empty: the unsafe case for Redlock).
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+from typing import Any
+
+from harness.cluster.base import ProcessControl
+from harness.errors import BadArgument
+from harness.generator import Planned
+from harness.history import Op
+from nemesis.base import HEALS, Fault, NemesisContext, complete
+
+HEALS.update({"resume": "pause", "restart": "kill", "resume-holder": "pause-holder"})
+
+
+def choose_targets(rng: random.Random, names: list[str], leader_of=None) -> tuple[str, list[str]]:
+    """A Jepsen-style target: one, minority, majority or the leader (where there is one)."""
+    shapes = ["one", "minority", "majority"] + (["leader"] if leader_of else [])
+    shape = rng.choice(shapes)
+    n = len(names)
+    if shape == "one":
+        return shape, [rng.choice(names)]
+    if shape == "minority":
+        return shape, sorted(rng.sample(names, max(1, (n - 1) // 2)))
+    if shape == "majority":
+        return shape, sorted(rng.sample(names, n // 2 + 1))
+    return shape, ["@leader"]  # resolved when the op runs: the leader is a runtime fact
+
+
+class _ServerProcessNemesis:
+    start_f = stop_f = ""
+
+    def setup(self, ctx: NemesisContext) -> None:
+        if not isinstance(ctx.cluster, ProcessControl):
+            raise BadArgument(f"{self.name} needs a cluster provider that controls processes (the local one does)")
+        self.ctx = ctx
+        self.cluster = ctx.cluster
+        self.names = ctx.lock_node_names()
+        kind = next(n.kind for n in ctx.cluster.nodes if n.role == "lock")
+        mod = {"etcd": "harness.cluster.etcd", "zookeeper": "harness.cluster.zookeeper"}.get(kind)
+        self.leader_of = getattr(importlib.import_module(mod), "leader", None) if mod else None
+        self.affected: set[str] = set()
+
+    def next_fault(self, rng: random.Random) -> Fault:
+        shape, targets = choose_targets(rng, self.names, self.leader_of)
+        return Fault(start=(self.start_f, targets), stop=(self.stop_f, None))
+
+    def heal_ops(self) -> list[tuple[str, Any]]:
+        return [(self.stop_f, None)]
+
+    def _resolve(self, targets) -> list[str]:
+        if targets == ["@leader"]:
+            lead = self.leader_of([n for n in self.cluster.nodes if n.role == "lock"])
+            return [lead] if lead else []
+        return list(targets)
+
+
+class Pause(_ServerProcessNemesis):
+    name = "pause"
+    fs = frozenset({"pause", "resume"})
+    start_f, stop_f = "pause", "resume"
+
+    def invoke(self, op: Op) -> Op:
+        if op.f == "pause":
+            targets = self._resolve(op.value)
+            if not targets:
+                return complete(op, "fail", error="no leader to pause")
+            for n in targets:
+                self.cluster.pause(n)
+                self.affected.add(n)
+            return complete(op, "ok", value=targets)
+        resumed = sorted(self.affected)
+        for n in resumed:
+            self.cluster.resume(n)
+        self.affected.clear()
+        return complete(op, "ok", value=resumed)
+
+    def teardown(self) -> None:
+        for n in list(getattr(self, "affected", ())):
+            self.cluster.resume(n)
+        self.affected = set()
+
+
+class Kill(_ServerProcessNemesis):
+    name = "kill"
+    fs = frozenset({"kill", "restart"})
+    start_f, stop_f = "kill", "restart"
+
+    def invoke(self, op: Op) -> Op:
+        if op.f == "kill":
+            targets = self._resolve(op.value)
+            if not targets:
+                return complete(op, "fail", error="no leader to kill")
+            for n in targets:
+                self.cluster.kill(n)
+                self.affected.add(n)
+            return complete(op, "ok", value=targets)
+        restarted, failed = [], []
+        for n in sorted(self.affected):
+            try:
+                self.cluster.restart(n)
+                restarted.append(n)
+            except Exception as e:  # keep restarting the others; report what failed
+                failed.append(f"{n}: {e}")
+        self.affected.clear()
+        if failed:
+            return complete(op, "info", value=restarted, error="; ".join(failed)[:300])
+        return complete(op, "ok", value=restarted)
+
+    def teardown(self) -> None:
+        for n in list(getattr(self, "affected", ())):
+            try:
+                self.cluster.restart(n)
+            except Exception:
+                pass
+        self.affected = set()
+
+
+class PauseHolder:
+    """Stops the worker that just acquired the lock, for pause_multiple x TTL."""
+
+    name = "pause-holder"
+    fs = frozenset({"pause-holder", "resume-holder"})
+
+    def setup(self, ctx: NemesisContext) -> None:
+        self.ctx = ctx
+        spec = ctx.spec
+        self.pause_s = float(spec.options.get("pause_multiple", 2.0)) * spec.ttl_ms / 1000
+        self.cooldown = spec.nemesis_interval
+        self.fault_phase = spec.time_limit - spec.recovery
+        self.next_allowed = spec.nemesis_interval * 0.5
+        self.paused: dict[int, Any] = {}
+
+    def next_fault(self, rng: random.Random) -> None:
+        return None  # purely reactive: faults come from on_event
+
+    def heal_ops(self) -> list[tuple[str, Any]]:
+        return [("resume-holder", None)]
+
+    def on_event(self, ctx, event: Op) -> list[Planned]:
+        """An ok acquire during the fault phase, with no pause active: pause its worker."""
+        if not (event.f == "acquire" and event.type == "ok" and isinstance(event.process, int)):
+            return []
+        if self.paused or ctx.time < self.next_allowed or ctx.time + self.pause_s >= self.fault_phase:
+            return []
+        worker = event.process % self.ctx.spec.concurrency
+        self.next_allowed = ctx.time + self.pause_s + self.cooldown
+        self.paused[worker] = event.process
+        v = {"process": event.process, "worker": worker, "seconds": round(self.pause_s, 3)}
+        return [Planned(at=ctx.time, f="pause-holder", value=v, phase="fault"),
+                Planned(at=round(ctx.time + self.pause_s, 3), f="resume-holder", value=v, phase="heal")]
+
+    def invoke(self, op: Op) -> Op:
+        workers = self.ctx.workers
+        if op.f == "pause-holder":
+            workers.pause(op.value["worker"])
+            return complete(op, "ok")
+        resumed = sorted(workers.paused)
+        for w in resumed:
+            workers.resume(w)
+        self.paused.clear()
+        return complete(op, "ok", value=op.value or {"workers": resumed})
+
+    def teardown(self) -> None:
+        workers = getattr(self.ctx, "workers", None) if hasattr(self, "ctx") else None
+        if workers is not None:
+            for w in sorted(workers.paused):
+                workers.resume(w)
+        self.paused = {}
