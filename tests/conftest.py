@@ -13,13 +13,26 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# Everything this test session starts (directly or through `chaos` subprocesses) carries
+# this owner, so the leftover check never mistakes someone else's cluster for ours.
+OWNER = f"pytest-{os.getpid()}"
+os.environ["CHAOSLOCK_OWNER"] = OWNER
+
+
 def _run_ids() -> set[str]:
+    import json
+
     from harness.cluster.local import state_root
     from harness.cluster.reaper import processes
 
-    ids = set(processes().values())
+    ids = set(processes(owner=OWNER).values())
     if state_root().exists():
-        ids |= {d.name for d in state_root().iterdir()}
+        for d in state_root().iterdir():
+            try:
+                if json.loads((d / "state.json").read_text()).get("owner") == OWNER:
+                    ids.add(d.name)
+            except (OSError, ValueError):
+                pass
     return ids
 
 

@@ -224,11 +224,9 @@ def netns_available() -> str | None:
         return f"cannot set up namespaces, bridges or iptables here ({e}); run as root " \
                f"with CAP_NET_ADMIN and CAP_SYS_ADMIN and install iproute2 and iptables"
     finally:
-        if net is not None:
-            try:
+        with contextlib.suppress(ChaosError):  # the reason above matters more
+            if net is not None:
                 net.down()
-            except ChaosError:
-                pass  # the reason above matters more; cleanup_all() removes the rest
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,8 +18,9 @@ from pathlib import Path
 from harness.cluster.local import RUN_ENV, state_root
 
 
-def processes(run_id: str | None = None) -> dict[int, str]:
-    """pid -> run id of every live process carrying CHAOSLOCK_RUN (optionally one run's)."""
+def processes(run_id: str | None = None, owner: str | None = None) -> dict[int, str]:
+    """pid -> run id of every live process carrying CHAOSLOCK_RUN (optionally one run's, or
+    only those started under CHAOSLOCK_OWNER=owner, which the test suite sets)."""
     found: dict[int, str] = {}
     me = os.getpid()
     for d in Path("/proc").iterdir():
@@ -29,12 +30,13 @@ def processes(run_id: str | None = None) -> dict[int, str]:
             env = (d / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        for item in env:
-            if item.startswith(RUN_ENV.encode() + b"="):
-                rid = item.split(b"=", 1)[1].decode(errors="replace")
-                if run_id is None or rid == run_id:
-                    found[int(d.name)] = rid
-                break
+        vals = dict(item.split(b"=", 1) for item in env if b"=" in item)
+        rid = vals.get(RUN_ENV.encode(), b"").decode(errors="replace")
+        if not rid or (run_id is not None and rid != run_id):
+            continue
+        if owner is not None and vals.get(b"CHAOSLOCK_OWNER", b"").decode() != owner:
+            continue
+        found[int(d.name)] = rid
     return found
 
 
