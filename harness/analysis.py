@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from harness.checker.base import CheckResult, merge_valid, safe_check
-from harness.checker.lock import check_mutex, check_stats, check_writes
+from harness.checker.lock import check_mutex, check_stats, check_writes, lease_history
 from harness.history import Op, read_history
 from results import store
 
@@ -21,7 +21,8 @@ def checkers(spec: Any) -> list[tuple[str, Any]]:
     try:
         from harness.checker.linearizable import LinearizableChecker
 
-        out.append(("linearizable-mutex", LinearizableChecker("mutex", time_limit=10.0)))
+        mutex = LinearizableChecker("mutex", time_limit=10.0)
+        out.append(("linearizable-mutex", lambda spec, h: mutex.check(spec, lease_history(h))))
         model = "fenced-register" if getattr(spec, "fencing", False) else "register"
         out.append((f"linearizable-{model}", LinearizableChecker(model, time_limit=10.0)))
     except ImportError:

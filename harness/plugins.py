@@ -37,6 +37,8 @@ NEMESES = {
     "pause": "nemesis.process:Pause",
     "pause-holder": "nemesis.process:PauseHolder",
     "kill": "nemesis.process:Kill",
+    "partition": "nemesis.partition:Partition",
+    "partition-client": "nemesis.partition:PartitionClient",
 }
 
 

@@ -109,16 +109,19 @@ def status(node: Node, timeout: float = 1.0) -> dict | None:
 def leader(nodes: Sequence[Node], timeout: float = 1.0) -> str | None:
     """Name of the current leader, or None when there is none a majority agrees on.
 
-    A member is the leader when a majority of `nodes` name its member id in their status
-    and that member is among `nodes`. An isolated ex-leader that still believes in itself
-    (or followers of a deposed leader that have not heard yet) cannot form a majority.
+    A member is the leader when a majority of `nodes` name its member id in their status.
+    An isolated ex-leader that still believes in itself cannot form a majority. A leader the
+    harness cannot reach (SIGSTOPped, say) is still named while a majority follows it; its
+    name then comes from the member list.
     """
     votes: dict[str, int] = {}
     ids: dict[str, str] = {}
+    answered: list[Node] = []
     for n in nodes:
         st = status(n, timeout)
         if st is None:
             continue
+        answered.append(n)
         me = st.get("header", {}).get("member_id")
         if me:
             ids[me] = n.name
@@ -126,9 +129,22 @@ def leader(nodes: Sequence[Node], timeout: float = 1.0) -> str | None:
         if lead and lead != "0":
             votes[lead] = votes.get(lead, 0) + 1
     for lead, count in votes.items():
-        if count > len(nodes) // 2 and lead in ids:
-            return ids[lead]
+        if count > len(nodes) // 2:
+            if lead not in ids:
+                ids.update(member_names(answered[0], timeout))
+            return ids.get(lead)
     return None
+
+
+def member_names(node: Node, timeout: float = 1.0) -> dict[str, str]:
+    """member id (decimal string) -> member name, as `node` knows the membership; {} if it does not answer."""
+    try:
+        code, _, data = _http(node, "/v3/cluster/member/list", body=b"{}", timeout=timeout)
+    except (OSError, ValueError):
+        return {}
+    if code != 200 or not isinstance(data, dict):
+        return {}
+    return {m["ID"]: m.get("name", "") for m in data.get("members", []) if "ID" in m}
 
 
 def client(node: Node, timeout: float = 2.0):
@@ -168,8 +184,8 @@ def read_clock_precise(node: Node, budget: float = 1.5, step: float = 0.005) -> 
         now = date_header(node)
         t1 = time.monotonic()
         if now != first:
-            # The tick happened between the previous poll and this one; take the midpoint of
-            # this request as "now == tick" (error <= step/2 + request time).
+            # The tick happened between the previous poll and this one, so at this request's
+            # midpoint the server read at least `now`: biased low by at most step + one request.
             return now + (time.monotonic() - (t0 + t1) / 2)
         time.sleep(step)
     raise OSError(f"{node.name}: Date header did not advance within {budget}s")

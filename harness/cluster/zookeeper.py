@@ -45,7 +45,7 @@ SYNC_LIMIT = 4  # ticks a follower may lag before the leader drops it: 2 s
 
 JVM_FLAGS = (
     "-Xms32m", "-Xmx128m", "-XX:+UseSerialGC",
-    # C1 only: three servers serve after ~2.1 s instead of ~3.2 s on this 2-core host and
+    # C1 only: three servers serve after ~2 s instead of ~3.2 s on this 2-core host and
     # use ~5 MB less each; peak throughput, the price, is irrelevant here.
     "-XX:TieredStopAtLevel=1",
     # No /tmp/hsperfdata_<user>/<pid> file, which a SIGKILLed JVM would leave behind.
@@ -56,6 +56,7 @@ JVM_FLAGS = (
     "-Dzookeeper.fastleader.maxNotificationInterval=1000",
     # Connecting to an election peer that drops packets blocks its sender for 5 s by default.
     "-Dzookeeper.cnxTimeout=1000",
+    # Wall-clock stamps in ms with the zone: ZooKeeperKind.read_clock parses exactly this.
     "-Dorg.slf4j.simpleLogger.showDateTime=true",
     "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSSZ",
 )

@@ -61,3 +61,23 @@ def test_stats_count_outcomes_and_latency():
     s = check_stats(None, load("sequential-ok")).summary
     assert s["acquires_ok"] == 2 and s["acquires_fail"] == 0 and s["critical_sections"] == 2
     assert s["p50_acquire_ms"] is not None
+
+
+def test_expired_lease_release_is_not_a_mutex_violation_but_overlap_still_is():
+    from harness.checker.linearizable import check_linearizable
+    from harness.checker.lock import lease_history
+
+    def op(t, p, ty, f):
+        return Op(time_ns=t * 1_000_000, process=p, type=ty, f=f, key="lock")
+
+    # 0 holds until it releases at 10 (fail: its lease had expired); 1 acquires at 12.
+    expired = [op(0, 0, "invoke", "acquire"), op(1, 0, "ok", "acquire"), op(10, 0, "invoke", "release"),
+               op(11, 0, "fail", "release"), op(12, 1, "invoke", "acquire"), op(13, 1, "ok", "acquire")]
+    expired = [o.with_index(i) for i, o in enumerate(expired)]
+    assert check_linearizable(expired, "mutex").valid is False  # a plain mutex misreads expiry
+    assert check_linearizable(lease_history(expired), "mutex").valid is True
+    # 1 acquires at 5, while 0 still believes it holds (its release is invoked at 10).
+    overlap = [op(0, 0, "invoke", "acquire"), op(1, 0, "ok", "acquire"), op(4, 1, "invoke", "acquire"),
+               op(5, 1, "ok", "acquire"), op(10, 0, "invoke", "release"), op(11, 0, "fail", "release")]
+    overlap = [o.with_index(i) for i, o in enumerate(overlap)]
+    assert check_linearizable(lease_history(overlap), "mutex").valid is False

@@ -1,0 +1,162 @@
+"""Network partitions between real namespaces (iptables DROP inside each namespace).
+
+`partition`: each fault picks a shape (`--option partition_shape=NAME`, default a random
+one of: one, halves, random-halves, majorities-ring, bridge) over the lock nodes, cuts
+it, and checks one cut pair really cannot connect before it reports ok. `heal` removes
+exactly the rules it added. `partition-client`: cut one client worker (by default the
+current lock holder) from `cut_servers` of the servers (default a majority), the
+articles' "partitioned holder" scenario.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+from typing import Any
+
+from harness.cluster import grudge as G
+from harness.cluster.base import NetworkControl
+from harness.errors import BadArgument
+from harness.history import Op
+from nemesis.base import HEALS, Fault, NemesisContext, complete
+
+HEALS.update({"heal": "partition", "heal-client": "partition-client"})
+
+SHAPES = ("one", "halves", "random-halves", "majorities-ring", "bridge")
+
+
+def shape_grudge(shape: str, nodes: list[str], rng: random.Random) -> G.Grudge:
+    if shape == "one":
+        return G.isolate(nodes, rng.choice(nodes))
+    if shape == "halves":
+        return G.halves(nodes)
+    if shape == "random-halves":
+        return G.random_halves(nodes, rng)
+    if shape == "majorities-ring":
+        return G.majorities_ring(nodes, rng)
+    if shape == "bridge":
+        return G.bridge(nodes, rng)
+    raise BadArgument(f"unknown partition shape {shape!r}; choose one of: {', '.join(SHAPES)}")
+
+
+def _jsonable(grudge) -> dict[str, list[str]]:
+    return {k: sorted(v) for k, v in sorted(grudge.items()) if v}
+
+
+class _Net:
+    def _setup_net(self, ctx: NemesisContext) -> None:
+        if not isinstance(ctx.cluster, NetworkControl) or getattr(ctx.cluster, "network", None) is None:
+            reason = getattr(ctx.cluster, "fallback_reason", None) or "the provider has no network control"
+            raise BadArgument(f"{self.name} needs network namespaces, which are unavailable here ({reason}); run as root")
+        self.ctx = ctx
+        self.cluster = ctx.cluster
+        self.nodes = {n.name: n for n in ctx.cluster.nodes}
+        self.active = False
+
+    def _probe_cut(self, grudge) -> str | None:
+        """Try one pair that must now be cut; return an error if it still connects."""
+        for a, hated in sorted(grudge.items()):
+            for b in sorted(hated):
+                if a in self.nodes and b in self.nodes:
+                    src, dst = self.nodes[a], self.nodes[b]
+                elif b in self.nodes and a.startswith("c"):
+                    dst = self.nodes[b]
+                    return self._connects(self.cluster.network.host(a).netns, dst.host, dst.port)
+                else:
+                    continue
+                return self._connects(src.netns, dst.host, dst.port)
+        return None
+
+    @staticmethod
+    def _connects(ns: str | None, host: str, port: int) -> str | None:
+        if ns is None:
+            return None
+        probe = f"import socket;socket.create_connection(({host!r},{port}),timeout=0.3)"
+        r = subprocess.run(["ip", "netns", "exec", ns, "python3", "-c", probe], capture_output=True, timeout=5)
+        return f"{ns} still reaches {host}:{port}" if r.returncode == 0 else None
+
+    def _heal(self, op: Op) -> Op:
+        self.cluster.heal()
+        self.active = False
+        return complete(op, "ok")
+
+    def teardown(self) -> None:
+        if getattr(self, "active", False):
+            self.cluster.heal()
+            self.active = False
+
+
+class Partition(_Net):
+    name = "partition"
+    fs = frozenset({"partition", "heal"})
+
+    def setup(self, ctx: NemesisContext) -> None:
+        self._setup_net(ctx)
+        self.names = ctx.lock_node_names()
+        shape = ctx.spec.options.get("partition_shape")
+        if shape is not None and shape not in SHAPES:
+            raise BadArgument(f"unknown partition_shape {shape!r}; choose one of: {', '.join(SHAPES)}")
+        self.shapes = (shape,) if shape else SHAPES
+
+    def next_fault(self, rng: random.Random) -> Fault:
+        shape = rng.choice(self.shapes)
+        grudge = shape_grudge(shape, self.names, rng)
+        return Fault(start=("partition", {"shape": shape, "grudge": _jsonable(grudge),
+                                          "describe": G.describe(grudge, self.names)}),
+                     stop=("heal", None))
+
+    def heal_ops(self) -> list[tuple[str, Any]]:
+        return [("heal", None)]
+
+    def invoke(self, op: Op) -> Op:
+        if op.f == "heal":
+            return self._heal(op)
+        grudge = {k: set(v) for k, v in op.value["grudge"].items()}
+        self.cluster.partition(grudge)
+        self.active = True
+        err = self._probe_cut(grudge)
+        return complete(op, "info" if err else "ok", error=err)
+
+
+class PartitionClient(_Net):
+    name = "partition-client"
+    fs = frozenset({"partition-client", "heal-client"})
+
+    def setup(self, ctx: NemesisContext) -> None:
+        self._setup_net(ctx)
+        self.names = ctx.lock_node_names()
+        self.k = int(ctx.spec.options.get("cut_servers", len(self.names) // 2 + 1))
+        if not 1 <= self.k <= len(self.names):
+            raise BadArgument(f"cut_servers must be between 1 and {len(self.names)}, not {self.k}")
+        self.holder: int | None = None
+
+    def on_event(self, ctx, event: Op) -> list:
+        if event.f == "acquire" and event.type == "ok" and isinstance(event.process, int):
+            self.holder = event.process
+        elif event.f == "release" and event.type == "invoke" and event.process == self.holder:
+            self.holder = None
+        return []
+
+    def next_fault(self, rng: random.Random) -> Fault:
+        servers = sorted(rng.sample(self.names, self.k))
+        return Fault(start=("partition-client", {"client": "@holder", "servers": servers,
+                                                 "fallback": rng.randrange(self.ctx.spec.concurrency)}),
+                     stop=("heal-client", None))
+
+    def heal_ops(self) -> list[tuple[str, Any]]:
+        return [("heal-client", None)]
+
+    def invoke(self, op: Op) -> Op:
+        if op.f == "heal-client":
+            return self._heal(op)
+        n = self.ctx.spec.concurrency
+        worker = self.holder % n if self.holder is not None else op.value["fallback"]
+        client = f"c{worker + 1}"
+        grudge = {client: set(op.value["servers"])}
+        for s in op.value["servers"]:
+            grudge[s] = {client}
+        self.cluster.partition(grudge)
+        self.active = True
+        err = self._probe_cut(grudge)
+        value = dict(op.value, client=client, worker=worker, holder=self.holder)
+        return complete(op, "info" if err else "ok", value=value, error=err)
