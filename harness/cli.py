@@ -166,6 +166,12 @@ from results.commands import report, serve  # noqa: E402
 cli.add_command(cluster)
 cli.add_command(report)
 cli.add_command(serve)
+try:
+    from harness.matrix import matrix  # noqa: E402
+
+    cli.add_command(matrix)
+except ImportError:  # the matrix module is optional while it is being built
+    pass
 
 
 def main(argv: list[str] | None = None) -> None:
