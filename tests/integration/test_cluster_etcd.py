@@ -1,0 +1,180 @@
+"""Three real etcd 3.4 members under LocalCluster: serve, elect, rejoin, partition.
+
+Each test gets its own cluster and run id; the finalizer stops it and checks that no process
+carrying the run id survives and that the state dir is gone.
+"""
+
+from __future__ import annotations
+
+import secrets
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.cluster.reaper import processes
+from pyetcd.exceptions import ConnectionFailedError, ConnectionTimeoutError
+
+from harness.cluster import etcd
+from harness.cluster.local import Group, LocalCluster
+
+pytestmark = pytest.mark.integration
+
+NAMES = ("e1", "e2", "e3")
+
+
+
+def run_processes(run_id: str) -> list[int]:
+    """Pids of live processes with CHAOSLOCK_RUN=<run_id> in their environment."""
+    return list(processes(run_id))
+
+def netns_ok() -> bool:
+    try:
+        from harness.cluster.netns import netns_available
+    except ImportError:
+        return False
+    return netns_available() is None
+
+
+def make_cluster(request, tmp_path, netns: bool) -> LocalCluster:
+    try:
+        etcd.EtcdKind().check_installed()
+    except Exception as e:  # MissingDependency: say so instead of failing obscurely
+        pytest.skip(str(e))
+    run_id = secrets.token_hex(3)
+    cluster = LocalCluster(run_id, [Group(kind=etcd.EtcdKind(), names=NAMES)], netns=netns,
+                           log_dir=tmp_path / "logs")
+
+    def finish():
+        t = time.monotonic()
+        cluster.down()
+        print(f"\netcd {run_id} down() took {time.monotonic() - t:.2f}s")
+        assert run_processes(run_id) == [], f"processes of run {run_id} survived down()"
+        assert not cluster.dir.exists(), f"state dir {cluster.dir} survived down()"
+        if netns:
+            spaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+            assert run_id not in spaces, f"namespaces of run {run_id} survived down()"
+
+    request.addfinalizer(finish)
+    t = time.monotonic()
+    cluster.up()
+    rss = {n.name: rss_mb(cluster.pids(n.name)[0]) for n in cluster.nodes}
+    print(f"\netcd {run_id} up() took {time.monotonic() - t:.2f}s; RSS MB {rss}")
+    return cluster
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def eventually(fn, timeout: float = 15.0, step: float = 0.2):
+    """fn()'s first result that does not raise, retrying until timeout; then re-raise."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return fn()
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(step)
+
+
+def put(node, key: str, value: str, timeout: float = 2.0) -> None:
+    c = etcd.client(node, timeout)
+    try:
+        c.put(key, value)
+    finally:
+        c.close()
+
+
+def get(node, key: str, timeout: float = 2.0) -> str | None:
+    """A linearizable read (etcd's default) through this one member."""
+    c = etcd.client(node, timeout)
+    try:
+        value, _ = c.get(key)
+        return None if value is None else value.decode()
+    finally:
+        c.close()
+
+
+@pytest.fixture
+def cluster(request, tmp_path):
+    return make_cluster(request, tmp_path, netns=False)
+
+
+def test_every_member_writes_and_reads_and_one_leads(cluster):
+    nodes = cluster.nodes
+    for n in nodes:
+        put(n, f"k-{n.name}", f"from-{n.name}")
+    for reader in nodes:
+        for writer in nodes:
+            assert get(reader, f"k-{writer.name}") == f"from-{writer.name}"
+
+    lead = etcd.leader(nodes)
+    assert lead in NAMES
+    ids = {n.name: etcd.status(n)["header"]["member_id"] for n in nodes}
+    assert all(etcd.status(n)["leader"] == ids[lead] for n in nodes)
+
+    kind = etcd.EtcdKind()
+    for n in nodes:
+        assert abs(kind.read_clock(n) - time.time()) < 2.0  # 1 s resolution, midpoint
+        assert abs(cluster.read_clock_offset(n.name)) < 2.0
+    assert abs(etcd.read_clock_precise(nodes[0]) - time.time()) < 0.2
+
+
+def test_killed_follower_restarts_with_its_data_and_serves(cluster):
+    nodes = cluster.nodes
+    put(nodes[0], "before", "1")
+    lead = etcd.leader(nodes)
+    follower = next(n for n in nodes if n.name != lead)
+    others = [n for n in nodes if n.name != follower.name]
+
+    cluster.kill(follower.name)
+    assert cluster.pids(follower.name) == []
+    put(others[0], "while-down", "2")  # two of three still make a quorum
+
+    t = time.monotonic()
+    cluster.restart(follower.name)
+    print(f"\netcd follower restart took {time.monotonic() - t:.2f}s")
+    assert get(follower, "before") == "1"  # kept its data dir
+    assert get(follower, "while-down") == "2"  # caught up from the leader
+    put(follower, "after", "3")
+    assert get(others[0], "after") == "3"
+    assert etcd.leader(nodes) in NAMES
+
+
+@pytest.mark.skipif(not netns_ok(), reason="network namespaces unavailable here")
+def test_isolated_leader_cannot_write_until_healed(request, tmp_path):
+    cluster = make_cluster(request, tmp_path, netns=True)
+    nodes = cluster.nodes
+    assert all(n.host.startswith("198.1") for n in nodes)
+    victim = cluster.node(etcd.leader(nodes))
+    majority = [n for n in nodes if n.name != victim.name]
+
+    t0 = time.monotonic()
+    cluster.partition({victim.name: [n.name for n in majority],
+                       **{n.name: [victim.name] for n in majority}})
+    # A timeout (an "info" op for a lock client: the write may yet happen), not an error.
+    with pytest.raises((ConnectionTimeoutError, ConnectionFailedError)):
+        put(victim, "cut", "lost", timeout=1.5)
+    # The majority elects a new leader and writes; the old leader cannot.
+    eventually(lambda: put(majority[0], "cut", "majority", timeout=1.0))
+    majority_wrote = time.monotonic() - t0
+    assert etcd.leader(nodes) in {n.name for n in majority}
+    with pytest.raises((ConnectionTimeoutError, ConnectionFailedError)):
+        get(victim, "cut", timeout=1.5)  # a linearizable read needs a quorum too
+    # The harness still reaches the cut-off member, so its clock can still be read.
+    assert abs(cluster.read_clock_offset(victim.name)) < 2.0
+
+    t1 = time.monotonic()
+    cluster.heal()
+    assert eventually(lambda: get(victim, "cut", timeout=1.0)) == "majority"
+    caught_up = time.monotonic() - t1
+    eventually(lambda: put(victim, "healed", "yes", timeout=1.0))
+    assert get(majority[1], "healed") == "yes"
+    print(f"\netcd partition: majority wrote {majority_wrote:.2f}s after the cut, "
+          f"old leader read the write {caught_up:.2f}s after heal")
