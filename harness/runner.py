@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from harness import plugins
-from harness.checker.base import merge_valid
 from harness.cluster.local import Group, LocalCluster
 from harness.cluster.valkey import ValkeyKind
 from harness.generator import Context, FaultSchedule, Pending, Planned

@@ -336,7 +336,7 @@ class LocalCluster:
     # -- state for `chaos cluster status/down` ---------------------------------------------
     def _write_state(self) -> None:
         state = {"run_id": self.run_id, "created": time.time(), "dir": str(self.dir),
-                 "owner": os.environ.get("CHAOSLOCK_OWNER"),
+                 "owner": os.environ.get("CHAOSLOCK_OWNER"), "owner_pid": os.getpid(),
                  "nodes": [n.to_dict() for n in self.nodes],
                  "pids": {k: v.pid for k, v in self._state.items()},
                  "clients": {"netns": self.client_netns, "addrs": self.client_addrs},

@@ -18,6 +18,9 @@ from pathlib import Path
 from harness.cluster.local import RUN_ENV, state_root
 
 
+TITLE_MARK = b"chaos-run="
+
+
 def processes(run_id: str | None = None, owner: str | None = None) -> dict[int, str]:
     """pid -> run id of every live process carrying CHAOSLOCK_RUN (optionally one run's, or
     only those started under CHAOSLOCK_OWNER=owner, which the test suite sets)."""
@@ -28,10 +31,13 @@ def processes(run_id: str | None = None, owner: str | None = None) -> dict[int, 
             continue
         try:
             env = (d / "environ").read_bytes().split(b"\0")
+            cmd = (d / "cmdline").read_bytes()
         except OSError:
             continue
         vals = dict(item.split(b"=", 1) for item in env if b"=" in item)
         rid = vals.get(RUN_ENV.encode(), b"").decode(errors="replace")
+        if not rid and TITLE_MARK in cmd:  # a server that rewrote its environ (valkey)
+            rid = cmd.split(TITLE_MARK, 1)[1][:6].decode(errors="replace")
         if not rid or (run_id is not None and rid != run_id):
             continue
         if owner is not None and vals.get(b"CHAOSLOCK_OWNER", b"").decode() != owner:
@@ -99,6 +105,13 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _owner_pid(run_id: str) -> int | None:
+    try:
+        return json.loads((state_root() / run_id / "state.json").read_text()).get("owner_pid")
+    except (OSError, ValueError):
+        return None
+
+
 def down_all() -> list[str]:
     """Remove every leftover of every run: processes, namespaces, bridges, rules, dirs."""
     done: list[str] = []
@@ -107,6 +120,11 @@ def down_all() -> list[str]:
     if root.exists():
         ids |= {d.name for d in root.iterdir()}
     for rid in sorted(ids):
+        owner = _owner_pid(rid)
+        if owner is not None and owner != os.getpid() and _alive(owner):
+            done.append(f"skipped run {rid}: its chaos process {owner} is still running (stop that, "
+                        f"or `chaos cluster down {rid}` to remove it anyway)")
+            continue
         done += kill_run(rid)
     try:
         from harness.cluster import netns

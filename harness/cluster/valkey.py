@@ -73,7 +73,10 @@ class ValkeyKind:
         return [valkey_binary(), "--bind", node.host, "--port", str(node.port),
                 "--dir", node.data_dir, "--save", "", "--appendonly", "yes" if self.appendonly else "no",
                 "--appendfsync", "everysec", "--protected-mode", "no", "--daemonize", "no",
-                "--loglevel", "notice", "--io-threads", "1"]
+                "--loglevel", "notice", "--io-threads", "1",
+                # valkey overwrites its environ with the process title, which hides
+                # CHAOSLOCK_RUN from /proc; the title carries the run id instead.
+                "--proc-title-template", f"{{title}} {{listen-addr}} chaos-run={Path(node.data_dir).parent.name}"]
 
     def env(self, node: Node) -> dict[str, str]:
         return {}
