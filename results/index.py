@@ -1,0 +1,137 @@
+"""store/index.html: every run in the store, newest first, each linked to its report.
+
+A run is a directory store/<test>/<timestamp>/ holding results.json. Only the "summary"
+object of each results.json is read, and only from the start of the file (analyse writes it
+first), so the index stays quick with many runs of 100k ops. The page is self-contained,
+like the reports, and every name and value in it is escaped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+from results.svg import esc
+
+_STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})(?:-\d+)?$")
+_HEAD = 65536
+
+
+def read_summary(results_json: Path) -> dict | None:
+    """The "summary" of a results.json without parsing the rest; None if unreadable."""
+    try:
+        with open(results_json, encoding="utf-8", errors="replace") as f:
+            head = f.read(_HEAD)
+        at = head.find('"summary"')
+        if at >= 0:
+            colon = head.index(":", at)
+            start = colon + 1 + (len(head[colon + 1:]) - len(head[colon + 1:].lstrip()))
+            obj, _ = json.JSONDecoder().raw_decode(head, start)
+            if isinstance(obj, dict):
+                return obj
+        doc = json.loads(Path(results_json).read_text(encoding="utf-8", errors="replace"))
+        return doc.get("summary") if isinstance(doc, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _when(run: Path) -> tuple[float, str]:
+    m = _STAMP.match(run.name)
+    if m:
+        y, mo, d, h, mi, s = (int(g) for g in m.groups())
+        t = time.mktime((y, mo, d, h, mi, s, 0, 0, -1))
+        return t, f"{y:04d}-{mo:02d}-{d:02d} {h:02d}:{mi:02d}:{s:02d}"
+    t = run.stat().st_mtime
+    return t, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+
+
+def runs(store_dir: Path) -> list[dict]:
+    """One row per run dir under store_dir, newest first."""
+    out = []
+    for test in sorted(p for p in Path(store_dir).iterdir() if p.is_dir() and not p.is_symlink()):
+        for run in test.iterdir():
+            if not run.is_dir() or run.is_symlink() or not (run / "results.json").exists():
+                continue
+            t, label = _when(run)
+            out.append({"test": test.name, "run": run.name, "t": t, "when": label,
+                        "summary": read_summary(run / "results.json"),
+                        "report": (run / "report.html").exists()})
+    out.sort(key=lambda r: (r["t"], r["run"]), reverse=True)
+    return out
+
+
+def _verdict(valid) -> tuple[str, str]:
+    if valid is True:
+        return "VALID", "valid"
+    if valid is False:
+        return "INVALID", "invalid"
+    return "UNKNOWN", "unknown"
+
+
+def _cell(v) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, list):
+        return esc("+".join(map(str, v)) or "none")
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    return esc(v)
+
+
+def write_index(store_dir: Path) -> Path:
+    """Write store_dir/index.html listing every run; return its path."""
+    store_dir = Path(store_dir)
+    rows = []
+    all_runs = runs(store_dir)
+    for r in all_runs:
+        s = r["summary"]
+        href = esc(f"{quote(r['test'])}/{quote(r['run'])}/" + ("report.html" if r["report"] else "results.json"))
+        if s is None:
+            rows.append(f"<tr><td>{esc(r['when'])}</td><td>{esc(r['test'])}</td><td colspan='8' class='mute'>"
+                        f"results.json unreadable</td><td><a href=\"{href}\">open</a></td></tr>")
+            continue
+        word, cls = _verdict(s.get("valid"))
+        viol = s.get("violations")
+        rows.append(
+            f"<tr class='{cls}'><td>{esc(r['when'])}</td><td>{esc(r['test'])}</td><td>{_cell(s.get('backend'))}</td>"
+            f"<td>{_cell(s.get('nemesis'))}</td><td>{_cell(s.get('seed'))}</td>"
+            f"<td><span class='badge {cls}'>{word}</span></td>"
+            f"<td class='{'bad' if viol else ''}'>{_cell(viol)}</td><td>{_cell(s.get('stale_writes_accepted'))}</td>"
+            f"<td>{_cell(s.get('ops'))}</td><td>{_cell(s.get('duration_s'))}</td>"
+            f"<td><a href=\"{href}\">{'report' if r['report'] else 'results'}</a></td></tr>")
+    counts = {k: sum(1 for r in all_runs if r["summary"] and _verdict(r["summary"].get("valid"))[1] == k)
+              for k in ("valid", "invalid", "unknown")}
+    html_text = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>chaoslock runs</title><style>{CSS}</style></head><body>
+<h1>chaoslock runs <span class="mute">{len(all_runs)} in {esc(store_dir.name)}/ ·
+{counts['valid']} valid · {counts['invalid']} invalid · {counts['unknown']} unknown</span></h1>
+<table><thead><tr><th>time</th><th>test</th><th>backend</th><th>nemesis</th><th>seed</th><th>verdict</th>
+<th>violations</th><th>stale writes accepted</th><th>ops</th><th>duration (s)</th><th></th></tr></thead>
+<tbody>{''.join(rows) or "<tr><td colspan='11' class='mute'>No runs yet: try chaos run.</td></tr>"}</tbody></table>
+<p class="mute">Newest first. Regenerated after every run; <code>chaos serve</code> serves this directory.</p>
+</body></html>"""
+    path = store_dir / "index.html"
+    tmp = store_dir / f".index.html.{os.getpid()}.tmp"
+    tmp.write_text(html_text, encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+CSS = """
+body{margin:24px;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;color:#24292f;background:#f4f6f8}
+h1{font-size:20px}.mute{color:#6a737d;font-weight:400;font-size:14px}
+table{border-collapse:collapse;width:100%;background:#fff;border:1px solid #e3e6ea}
+th,td{text-align:left;padding:6px 10px;border-bottom:1px solid #e3e6ea}th{color:#6a737d;font-size:12px}
+tr.invalid td:first-child{border-left:5px solid #d62728}tr.valid td:first-child{border-left:5px solid #1e8e3e}
+tr.unknown td:first-child{border-left:5px solid #c77c02}
+.badge{color:#fff;font-weight:700;font-size:11px;padding:2px 7px;border-radius:4px;background:#c77c02}
+.badge.valid{background:#1e8e3e}.badge.invalid{background:#d62728}.bad{color:#d62728;font-weight:600}
+a{color:#0b62c4}
+"""

@@ -1,0 +1,81 @@
+"""JUnit XML for CI: one <testcase> per verdict, so a pipeline shows what a run found.
+
+A case is {"name", "classname", "valid", "message", "time_s"}. valid True passes; False
+becomes a <failure> (a violation was found); "unknown" (or anything else) becomes an
+<error>, because a checker that could not decide has not passed (a verdict is never
+rounded up to True). The XML is built with ElementTree, which escapes markup, and
+characters XML 1.0 cannot hold at all (NUL, most C0 controls, lone surrogates) are
+replaced first, so a server's error text cannot make the file unreadable.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any, Sequence
+
+_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _clean(value: Any) -> str:
+    return _NOT_XML.sub("\ufffd", "" if value is None else str(value))
+
+
+def _seconds(v: Any) -> str:
+    try:
+        return f"{max(float(v), 0.0):.3f}"
+    except (TypeError, ValueError):
+        return "0.000"
+
+
+def write_junit(path: str | os.PathLike, cases: Sequence[dict], *, suite: str = "chaoslock") -> Path:
+    """Write `cases` as a JUnit XML file (<testsuites><testsuite>...); return its path."""
+    failures = sum(1 for c in cases if c.get("valid") is False)
+    errors = sum(1 for c in cases if c.get("valid") not in (True, False))
+    total = sum(float(_seconds(c.get("time_s"))) for c in cases)
+    root = ET.Element("testsuites", name=_clean(suite), tests=str(len(cases)), failures=str(failures),
+                      errors=str(errors), time=f"{total:.3f}")
+    ts = ET.SubElement(root, "testsuite", name=_clean(suite), tests=str(len(cases)), failures=str(failures),
+                       errors=str(errors), skipped="0", time=f"{total:.3f}")
+    for c in cases:
+        tc = ET.SubElement(ts, "testcase", name=_clean(c.get("name", "")), classname=_clean(c.get("classname", suite)),
+                           time=_seconds(c.get("time_s")))
+        message = _clean(c.get("message") or "")
+        first_line = message.splitlines()[0] if message else ""
+        if c.get("valid") is False:
+            el = ET.SubElement(tc, "failure", message=first_line[:500] or "invalid", type="invalid")
+            el.text = message
+        elif c.get("valid") is not True:
+            el = ET.SubElement(tc, "error", message=first_line[:500] or "unknown: could not decide", type="unknown")
+            el.text = message
+        elif message:
+            ET.SubElement(tc, "system-out").text = message
+    ET.indent(root)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    ET.ElementTree(root).write(tmp, encoding="utf-8", xml_declaration=True)
+    os.replace(tmp, out)
+    return out
+
+
+def cases_from_doc(doc: dict, *, classname: str | None = None, time_s: float | None = None) -> list[dict]:
+    """One case per checker of a results.json doc, named after it; classname the test name.
+
+    A convenience for `--junit`: the verdict of each checker, with its error or the headline
+    numbers as the message.
+    """
+    s = doc.get("summary") or {}
+    cls = classname or "chaoslock.{}.{}".format(s.get("backend", "run"), "+".join(map(str, s.get("nemesis") or ["none"])))
+    cases = []
+    for name, r in (doc.get("checkers") or {}).items():
+        summ = r.get("summary") or {}
+        msg = r.get("error") or ", ".join(f"{k}={v}" for k, v in summ.items() if not isinstance(v, (list, dict)))
+        cx = (r.get("details") or {}).get("counterexample")
+        if isinstance(cx, dict):
+            msg += f"\ncounterexample on key {cx.get('key')!r}: {cx.get('op')}"
+        cases.append({"name": name, "classname": cls, "valid": r.get("valid"), "message": msg,
+                      "time_s": (summ.get("elapsed_ms") or 0) / 1000 if time_s is None else time_s})
+    return cases
