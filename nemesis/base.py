@@ -22,8 +22,15 @@ from harness.history import Op, now_ns
 
 
 # Which fault each healing op ends, so readers of a history (CSV, report) can draw the
-# interval a fault was active without the nemesis object. A nemesis adds its own pairs.
-HEALS: dict[str, str] = {"clock-reset": "clock-bump"}
+# interval a fault was active without loading any nemesis. A plugin nemesis adds its pairs.
+HEALS: dict[str, str] = {
+    "clock-reset": "clock-bump",
+    "resume": "pause",
+    "restart": "kill",
+    "resume-holder": "pause-holder",
+    "heal": "partition",
+    "heal-client": "partition-client",
+}
 
 
 def fault_intervals(history) -> list[dict]:

@@ -18,9 +18,8 @@ from harness.cluster import grudge as G
 from harness.cluster.base import NetworkControl
 from harness.errors import BadArgument
 from harness.history import Op
-from nemesis.base import HEALS, Fault, NemesisContext, complete
+from nemesis.base import Fault, NemesisContext, complete
 
-HEALS.update({"heal": "partition", "heal-client": "partition-client"})
 
 SHAPES = ("one", "halves", "random-halves", "majorities-ring", "bridge")
 

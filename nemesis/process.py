@@ -19,9 +19,8 @@ from harness.cluster.base import ProcessControl
 from harness.errors import BadArgument
 from harness.generator import Planned
 from harness.history import Op
-from nemesis.base import HEALS, Fault, NemesisContext, complete
+from nemesis.base import Fault, NemesisContext, complete
 
-HEALS.update({"resume": "pause", "restart": "kill", "resume-holder": "pause-holder"})
 
 
 def choose_targets(rng: random.Random, names: list[str], leader_of=None) -> tuple[str, list[str]]:
