@@ -23,8 +23,8 @@ from harness.history import Op, now_ns
 
 # Which fault each healing op ends, so readers of a history (CSV, report) can draw the
 # interval a fault was active without loading any nemesis. A plugin nemesis adds its pairs.
-HEALS: dict[str, str] = {
-    "clock-reset": "clock-bump",
+HEALS: dict[str, str | tuple[str, ...]] = {
+    "clock-reset": ("clock-bump", "clock-strobe", "clock-drift"),
     "resume": "pause",
     "restart": "kill",
     "resume-holder": "pause-holder",
@@ -50,9 +50,11 @@ def fault_intervals(history) -> list[dict]:
         if op.type == "fail":
             continue
         if op.f in HEALS:
-            started = open_.pop(HEALS[op.f], None)
-            if started is not None:
-                started["end_ns"] = op.time_ns
+            ends = HEALS[op.f]
+            for f in (ends,) if isinstance(ends, str) else ends:
+                started = open_.pop(f, None)
+                if started is not None:
+                    started["end_ns"] = op.time_ns
         elif op.f not in open_:
             iv = {"f": op.f, "start_ns": inv.time_ns, "end_ns": None, "value": op.value}
             open_[op.f] = iv

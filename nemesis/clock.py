@@ -1,14 +1,27 @@
-"""Clock faults on servers, through libfaketime's per-node timestamp file.
+"""Clock faults on servers: jumps forward or back, strobe, and drift.
 
-`clock-bump` moves the wall clock of a random subset of lock nodes forward by more than
-the TTL (a VM resume or an NTP step); keys then expire early there. `clock-reset` puts
-them back. Every change is read back from the server itself (valkey's TIME command), and
-the offsets it measured are the op's value, so the report can plot them.
+Each lock node runs under libfaketime with its own timestamp file (valkey; ZooKeeper,
+where libfaketime fakes the JVM's monotonic clock too: a backward jump on a leader can
+leave a zombie leader, which is a deliberate fault here). Modes (`--option
+clock_mode=bump|back|strobe|drift|mixed`, default bump):
+
+- bump: a random majority (or more) of the nodes jumps forward by 1-1.5 x --clock-jump
+  (default 2.5 x TTL): an NTP step or a VM resume; keys expire early there.
+- back: the same jump backwards; keys live longer than their TTL.
+- strobe: the clocks flip between +jump and 0 every `strobe_ms` (default 200 ms).
+- drift: the clocks run fast (`drift_rate`, default 1.5): stepped at 10 Hz, because
+  libfaketime's own rate spec is measured from process start and leaves a permanent
+  offset behind when it is removed (seen here).
+
+`clock-reset` heals any of them. Every change is read back from the server itself
+(valkey's TIME; ZooKeeper's own log timestamp) and the measured offsets are the op's
+value, so the report can plot them; a change that does not read back is an `info`.
 """
 
 from __future__ import annotations
 
 import random
+import threading
 import time
 from typing import Any
 
@@ -18,11 +31,12 @@ from harness.history import Op
 from nemesis.base import Fault, NemesisContext, complete
 
 TOLERANCE_S = 0.5
+MODES = ("bump", "back", "strobe", "drift")
 
 
 class ClockSkew:
     name = "clock-skew"
-    fs = frozenset({"clock-bump", "clock-reset"})
+    fs = frozenset({"clock-bump", "clock-strobe", "clock-drift", "clock-reset"})
     needs_fake_clock = True
 
     def setup(self, ctx: NemesisContext) -> None:
@@ -32,53 +46,112 @@ class ClockSkew:
         self.cluster = ctx.cluster
         self.targets = [n.name for n in ctx.cluster.nodes if n.role == "lock" and n.clock_file]
         if not self.targets:
-            raise BadArgument(f"clock-skew: no node of backend {ctx.spec.backend!r} runs under libfaketime")
+            kind = next((n.kind for n in ctx.cluster.nodes if n.role == "lock"), "?")
+            raise BadArgument(f"clock-skew cannot move the clocks of {kind} nodes here (see README: time faults); "
+                              f"use a valkey- or zookeeper-based backend, or another nemesis")
+        opts = ctx.spec.options
+        mode = opts.get("clock_mode", "bump")
+        if mode not in MODES + ("mixed",):
+            raise BadArgument(f"unknown clock_mode {mode!r}; choose one of: {', '.join(MODES + ('mixed',))}")
+        self.modes = MODES if mode == "mixed" else (mode,)
         self.jump = ctx.spec.jump_s
-        self.skewed: set[str] = set()
+        self.strobe_s = float(opts.get("strobe_ms", 200)) / 1000
+        self.rate = float(opts.get("drift_rate", 1.5))
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def next_fault(self, rng: random.Random) -> Fault | None:
         # At least a majority, so that keys expire on enough nodes for a second quorum.
         k = rng.randint(len(self.targets) // 2 + 1, len(self.targets))
         nodes = sorted(rng.sample(self.targets, k))
+        mode = rng.choice(self.modes)
         jump = round(self.jump * rng.uniform(1.0, 1.5), 3)
-        return Fault(start=("clock-bump", {n: jump for n in nodes}), stop=("clock-reset", nodes))
+        if mode in ("bump", "back"):
+            start = ("clock-bump", {n: jump if mode == "bump" else -jump for n in nodes})
+        elif mode == "strobe":
+            start = ("clock-strobe", {"nodes": nodes, "delta": jump, "period_s": self.strobe_s})
+        else:
+            start = ("clock-drift", {"nodes": nodes, "rate": self.rate})
+        return Fault(start=start, stop=("clock-reset", nodes))
 
     def heal_ops(self) -> list[tuple[str, Any]]:
         return [("clock-reset", list(self.targets))]
 
     def invoke(self, op: Op) -> Op:
+        self._stop_thread()
         if op.f == "clock-bump":
-            wanted = {n: float(v) for n, v in dict(op.value).items()}
-        else:
-            wanted = {n: 0.0 for n in op.value}
+            return self._set(op, {n: float(v) for n, v in dict(op.value).items()})
+        if op.f == "clock-reset":
+            return self._set(op, {n: 0.0 for n in op.value})
+        nodes = list(op.value["nodes"])
+        if op.f == "clock-strobe":
+            delta, period = float(op.value["delta"]), float(op.value["period_s"])
+            self._start_thread(lambda i: {n: delta if i % 2 == 0 else 0.0 for n in nodes}, period)
+            return complete(op, "ok", value=dict(op.value, measured=self._read(nodes)))
+        rate = float(op.value["rate"])
+        t0 = time.monotonic()
+        self._start_thread(lambda i: {n: (time.monotonic() - t0) * (rate - 1) for n in nodes}, 0.1)
+        time.sleep(0.3)
+        measured = self._read(nodes)
+        want = (time.monotonic() - t0) * (rate - 1)
+        bad = [n for n, v in measured.items() if v is None or abs(v - want) > TOLERANCE_S]
+        return complete(op, "info" if bad else "ok", value=dict(op.value, measured=measured),
+                        error=f"clock did not drift as asked on {', '.join(bad)}" if bad else None)
+
+    def _set(self, op: Op, wanted: dict[str, float]) -> Op:
         for n, off in wanted.items():
             self.cluster.set_clock(n, off)
-            (self.skewed.add if off else self.skewed.discard)(n)
         measured, bad = self._verify(wanted)
         if bad:
             return complete(op, "info", value=measured, error=f"clock did not move as asked on {', '.join(bad)}")
         return complete(op, "ok", value=measured)
 
-    def _verify(self, wanted: dict[str, float]) -> tuple[dict[str, float], list[str]]:
+    def _start_thread(self, offsets_at, period: float) -> None:
+        self._stop.clear()
+
+        def loop() -> None:
+            i = 0
+            while not self._stop.is_set():
+                for n, off in offsets_at(i).items():
+                    self.cluster.set_clock(n, off)
+                i += 1
+                self._stop.wait(period)
+
+        self._thread = threading.Thread(target=loop, name="clock-nemesis", daemon=True)
+        self._thread.start()
+
+    def _stop_thread(self) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join(5)
+            self._thread = None
+
+    def _read(self, nodes: list[str]) -> dict[str, float | None]:
+        out: dict[str, float | None] = {}
+        for n in nodes:
+            try:
+                out[n] = round(self.cluster.read_clock_offset(n), 3)
+            except Exception:
+                out[n] = None
+        return out
+
+    def _verify(self, wanted: dict[str, float]) -> tuple[dict[str, float | None], list[str]]:
         """Read each node's clock back; valkey may answer one command with its cached time."""
-        measured: dict[str, float] = {}
+        measured: dict[str, float | None] = {}
         bad: list[str] = []
         for n, off in wanted.items():
             got = None
             for _ in range(5):
-                try:
-                    got = self.cluster.read_clock_offset(n)
-                except Exception:
-                    got = None
+                got = self._read([n])[n]
                 if got is not None and abs(got - off) <= TOLERANCE_S:
                     break
                 time.sleep(0.02)
-            measured[n] = round(got, 3) if got is not None else None
+            measured[n] = got
             if got is None or abs(got - off) > TOLERANCE_S:
                 bad.append(n)
         return measured, bad
 
     def teardown(self) -> None:
+        self._stop_thread()
         for n in list(getattr(self, "targets", [])):
             self.cluster.set_clock(n, 0.0)
-        self.skewed = set()
