@@ -34,6 +34,7 @@ class WorkerArgs:
     nodes: tuple  # Node values of the lock service
     store: Any  # Node of the resource server
     netns: str | None = None
+    clocks: Any = None  # shared array of wall-clock offsets, one per worker (in-process skew)
 
 
 class Recorder:
@@ -61,7 +62,7 @@ def worker_main(args: WorkerArgs, queue, stop, go) -> None:
 
     spec = args.spec
     rng = random.Random(spec.seed * 7919 + args.index)
-    client = plugins.backend_class(spec.backend)(spec.options, Clock())
+    client = plugins.backend_class(spec.backend)(spec.options, Clock(args.clocks, args.index))
     client.open(args.nodes)
     counter = FencedCounter(args.store, spec.key, fencing=spec.fencing)
     rec = Recorder(queue, args.index)

@@ -13,6 +13,11 @@ clock_mode=bump|back|strobe|drift|mixed`, default bump):
   libfaketime's own rate spec is measured from process start and leaves a permanent
   offset behind when it is removed (seen here).
 
+`--option clock_target=clients` skews the client workers instead, in-process (see
+workloads.base.Clock): the history's timestamps stay true, and the backend's
+`clock_reads` say which of its reads the skew reaches (often none: most clients time
+their leases with the monotonic clock, which is the point).
+
 `clock-reset` heals any of them. Every change is read back from the server itself
 (valkey's TIME; ZooKeeper's own log timestamp) and the measured offsets are the op's
 value, so the report can plot them; a change that does not read back is an `info`.
@@ -40,15 +45,26 @@ class ClockSkew:
     needs_fake_clock = True
 
     def setup(self, ctx: NemesisContext) -> None:
+        self.ctx = ctx
+        self.clients = ctx.spec.options.get("clock_target", "servers") == "clients"
+        if ctx.spec.options.get("clock_target", "servers") not in ("servers", "clients"):
+            raise BadArgument(f"clock_target must be servers or clients, not {ctx.spec.options['clock_target']!r}")
+        if self.clients:
+            self.cluster = _ClientClocks(ctx.workers)
+            self.targets = [f"c{i + 1}" for i in range(ctx.spec.concurrency)]
+            self._common(ctx)
+            return
         if not isinstance(ctx.cluster, ClockControl):
             raise BadArgument("this cluster provider cannot control clocks; clock-skew needs the local provider")
-        self.ctx = ctx
         self.cluster = ctx.cluster
         self.targets = [n.name for n in ctx.cluster.nodes if n.role == "lock" and n.clock_file]
         if not self.targets:
             kind = next((n.kind for n in ctx.cluster.nodes if n.role == "lock"), "?")
             raise BadArgument(f"clock-skew cannot move the clocks of {kind} nodes here (see README: time faults); "
                               f"use a valkey- or zookeeper-based backend, or another nemesis")
+        self._common(ctx)
+
+    def _common(self, ctx: NemesisContext) -> None:
         opts = ctx.spec.options
         mode = opts.get("clock_mode", "bump")
         if mode not in MODES + ("mixed",):
@@ -155,3 +171,16 @@ class ClockSkew:
         self._stop_thread()
         for n in list(getattr(self, "targets", [])):
             self.cluster.set_clock(n, 0.0)
+
+
+class _ClientClocks:
+    """ClockControl over the workers' in-process clocks (targets named c1..cN)."""
+
+    def __init__(self, workers):
+        self.workers = workers
+
+    def set_clock(self, name: str, offset_s: float, rate: float = 1.0) -> None:
+        self.workers.set_clock(int(name[1:]) - 1, offset_s)
+
+    def read_clock_offset(self, name: str) -> float:
+        return self.workers.clock_offset(int(name[1:]) - 1)

@@ -34,24 +34,25 @@ class Lease:
 
 
 class Clock:
-    """The clock a client reads for wall time. A nemesis may skew it in-process.
+    """The wall clock a client reads. A nemesis may skew it, in-process.
 
     libfaketime breaks CPython's timed waits, so a Python worker's wall clock is skewed
-    here instead; monotonic reads (validity timers) are deliberately left true.
+    through this object instead: `time()` is the real wall clock plus an offset the
+    runner writes into shared memory (`shared[index]`). Monotonic reads are deliberately
+    untouched; a backend reaches the skew only where it reads `clock.time()`, and lists
+    those reads in its `clock_reads` attribute so the report can say what was reached.
     """
 
-    def __init__(self, offset_s: float = 0.0, rate: float = 1.0):
-        self.offset_s = offset_s
-        self.rate = rate
-        self._base = time.time()
+    def __init__(self, shared=None, index: int = 0):
+        self.shared = shared
+        self.index = index
+
+    @property
+    def offset(self) -> float:
+        return float(self.shared[self.index]) if self.shared is not None else 0.0
 
     def time(self) -> float:
-        real = time.time()
-        return self._base + (real - self._base) * self.rate + self.offset_s
-
-    def set(self, offset_s: float, rate: float = 1.0) -> None:
-        self._base = time.time()
-        self.offset_s, self.rate = offset_s, rate
+        return time.time() + self.offset
 
 
 @runtime_checkable

@@ -25,6 +25,11 @@ from workloads.redis_common import RELEASE, RENEW, connect
 
 
 class RedlockClient:
+    """Options: node_timeout_ms (50), drift_factor (0.01), retry_delay_ms (50),
+    validity_clock (monotonic | wall). `wall` measures the acquire's elapsed time with the
+    wall clock, a bug some implementations have: a client clock step during an acquire
+    then inflates (or deflates) the validity it believes it has."""
+
     name = "redlock"
     has_fencing = False
     servers = ("valkey", 5)
@@ -35,6 +40,8 @@ class RedlockClient:
         self.drift_factor = option(options, "drift_factor", 0.01)
         self.retry_delay = option(options, "retry_delay_ms", 50.0) / 1000
         self.clock = clock or Clock()
+        self.wall = options.get("validity_clock", "monotonic") == "wall"
+        self.clock_reads = ("validity (elapsed time of an acquire)",) if self.wall else ()
         self.rng = random.Random()
         self.conns: list[redis.Redis] = []
         self.names: list[str] = []
@@ -69,8 +76,9 @@ class RedlockClient:
         while True:
             value = unique_value()
             start = time.monotonic_ns()
+            wall0 = self.clock.time()
             got = self._try_all(key, value, ttl_ms)
-            elapsed_ms = (time.monotonic_ns() - start) / 1e6
+            elapsed_ms = (self.clock.time() - wall0) * 1e3 if self.wall else (time.monotonic_ns() - start) / 1e6
             drift_ms = ttl_ms * self.drift_factor + 2
             validity_ms = ttl_ms - elapsed_ms - drift_ms
             if got >= self.quorum and validity_ms > 0:
