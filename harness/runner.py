@@ -52,6 +52,10 @@ def make_cluster(spec: TestSpec, run_id: str, log_dir: Path, nemeses: list) -> L
     kind_name, count = plugins.backend_class(spec.backend).servers
     fake = any(getattr(n, "needs_fake_clock", False) for n in nemeses) and \
         spec.options.get("clock_target", "servers") == "servers"
+    if kind_name == "zookeeper":  # the JVM's wall clock moves through timewarp unless asked otherwise
+        fake = fake and spec.options.get("zk_clock") == "faketime"
+    elif kind_name != "valkey":
+        fake = False
     lock = Group(kind=server_kind(kind_name, spec), names=tuple(f"{PREFIX[kind_name]}{i}" for i in range(1, count + 1)),
                  role="lock", fake_clock=fake)
     res = Group(kind=ValkeyKind(), names=("store",), role="store")

@@ -16,7 +16,8 @@ What this module measures, and how:
     header from time.Now() of the serving process, in whole seconds. See read_clock.
 
 libfaketime does not reach etcd (Go reads the clock through the vDSO), so `fakes_clock` is
-False: the clock nemesis cannot skew an etcd server on this machine, only its clients.
+False; the clock nemesis moves an etcd server's wall clock by patching its vDSO instead
+(harness/cluster/timewarp.py, LocalCluster.clock_method).
 
 Never mutates the cluster: probes are reads. No process handling (the provider owns it).
 """

@@ -18,7 +18,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -27,6 +27,7 @@ from harness.errors import BadArgument, ClusterError, MissingDependency, PortInU
 
 RUN_ENV = "CHAOSLOCK_RUN"
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+TIMEWARP_KINDS = ("etcd", "zookeeper")  # clocks moved by patching the vDSO (harness/cluster/timewarp.py)
 
 
 def state_root() -> Path:
@@ -90,6 +91,7 @@ class LocalCluster:
         self._kinds: dict[str, ServerKind] = {}
         self._state: dict[str, ProcState] = {}
         self._logs: dict[str, object] = {}
+        self._clock_offsets: dict[str, float] = {}
         self.client_netns: list[str | None] = [None] * clients
         self.client_addrs: list[str] = ["127.0.0.1"] * clients
 
@@ -297,6 +299,8 @@ class LocalCluster:
         kind = self._kinds[name]
         kind.prepare(node, [n for n in self.nodes if n.kind == node.kind])
         self._spawn(node)
+        if self._clock_offsets.get(name) and self.clock_method(name) == "timewarp":
+            self.set_clock(name, self._clock_offsets[name])  # a vDSO patch dies with the process
         deadline = time.monotonic() + self.ready_timeout
         while not kind.node_ready(node):
             self._check_alive(node)
@@ -305,15 +309,34 @@ class LocalCluster:
             time.sleep(0.1)
 
     # -- ClockControl ----------------------------------------------------------------------
-    def set_clock(self, name: str, offset_s: float, rate: float = 1.0) -> None:
-        """Set a node's libfaketime offset (seconds, relative to the real clock) and rate."""
+    def clock_method(self, name: str) -> str | None:
+        """How this node's clock can be moved: "faketime" (libfaketime file: wall and
+        monotonic clocks), "timewarp" (vDSO patch: wall clock only), or None."""
         node = self.node(name)
-        if not node.clock_file:
-            raise BadArgument(f"{name} does not run under libfaketime, so its clock cannot be moved")
-        spec = f"{offset_s:+.3f}" if rate == 1.0 else f"{offset_s:+.3f} x{rate:g}"
-        tmp = node.clock_file + ".tmp"
-        Path(tmp).write_text(spec + "\n")
-        os.replace(tmp, node.clock_file)
+        if node.clock_file:
+            return "faketime"
+        if node.kind in TIMEWARP_KINDS:
+            from harness.cluster import timewarp
+
+            return "timewarp" if timewarp.supported() is None else None
+        return None
+
+    def set_clock(self, name: str, offset_s: float, rate: float = 1.0) -> None:
+        """Set a node's wall-clock offset in seconds relative to the real clock."""
+        node = self.node(name)
+        method = self.clock_method(name)
+        if method is None:
+            raise BadArgument(f"{name} ({node.kind}) runs neither under libfaketime nor with a patchable vDSO, "
+                              "so its clock cannot be moved")
+        self._clock_offsets[name] = offset_s
+        if method == "faketime":
+            tmp = node.clock_file + ".tmp"
+            Path(tmp).write_text(f"{offset_s:+.3f}\n")
+            os.replace(tmp, node.clock_file)
+        else:
+            from harness.cluster import timewarp
+
+            timewarp.set_offset(self._state[name].pid, offset_s)
 
     def read_clock_offset(self, name: str) -> float:
         """The node's clock minus the host's real wall clock, read back from the server."""
@@ -345,5 +368,3 @@ class LocalCluster:
         (self.dir / "state.json").write_text(json.dumps(state, indent=1))
 
 
-def replace_node(node: Node, **kw) -> Node:
-    return replace(node, **kw)
