@@ -1,0 +1,354 @@
+"""etcd locks with pyetcd (PyPI etcd-sdk-python, the python-etcd3 API): ours, and its Lock.
+
+`etcd` (ours), the design of the articles:
+  acquire: grant a lease of ceil(ttl_ms / 1000) s (etcd leases are whole seconds; etcd
+           3.4 also raises any TTL below its minimum, 2 s with our election timeout, and
+           says so in the grant's answer), then one txn
+           If(CreateRevision(key) == 0) Then(Put(key, value, lease)) Else(Get(key)).
+           If the key exists, watch it from its mod_revision + 1 for a DELETE (so no delete
+           between the txn and the watch is missed), then try the txn again, until the
+           acquire timeout. The lease is refreshed before a retry once a third of its TTL
+           has passed, so a late winner does not start with a nearly expired lease.
+  hold:    a keepalive thread refreshes the lease every ttl/3 (pyetcd has no background
+           keepalive). A refresh answered with TTL 0 (the lease is gone: python-etcd3 does
+           not raise for that) marks the lease lost at once; errors are retried at the next
+           tick and mark it lost once the validity passed. still_held() is False then.
+  release: txn If(Value(key) == value) Then(Delete(key)), then REVOKE the lease: the
+           python-etcd3 family leaves it alive otherwise (a leak until its TTL).
+Token: the key's create_revision, i.e. the revision in the header of the txn's put. etcd
+revisions are cluster-wide and strictly increasing, so each holder's is above the last.
+Validity: start of the grant (or of the last refresh) + min(ttl_ms, granted TTL) x
+(1 - drift_factor); each keepalive success moves it on (see redis_single for what an
+extended validity means: a paused process stops renewing without noticing).
+
+Endpoints. pyetcd's MultiEndpointEtcd3Client gets all three members with failover on:
+a call that fails with UNAVAILABLE or DEADLINE_EXCEEDED marks its member failed for
+`endpoint_retry_s` and the next call goes to the next member (the failed call itself is
+not retried). Each worker starts on member pid % 3, so workers spread over the members
+and some of them talk to whichever member a partition isolates. A worker on a minority
+member sees its txn time out (`info`), then fails over.
+
+Outcomes. A failed lease grant is a `fail` (no key can exist without the txn). A txn
+that errors is `info`: it may have been applied. We then revoke the lease (best effort),
+which deletes the key if it was written, and raise.
+
+`etcd-recipe`: pyetcd's own `client.lock(name, ttl)` (key /locks/<name>), a new Lock per
+acquire as its docs show, acquire(timeout) as shipped. Token: the recipe stores the
+put's header revision in `lock.revision` after a successful acquire (undocumented but
+public), which is the key's create_revision, so it is used. As shipped it grants a new
+lease on every attempt and drops a failed attempt's lease without revoking it, and
+release() does not revoke the winner's lease either; we revoke the winner's lease after
+release() (and after an error), and leave the recipe's per-attempt leak as it is (each
+leaked lease expires after its TTL). No keepalive: the recipe's lock lives its TTL.
+Its own deadline is measured with time.time(), not a monotonic clock.
+
+Options: op_timeout_ms (1000; gRPC deadline of every call), endpoint_retry_s (1.0),
+drift_factor (0.01), keepalive (true; `etcd` only), keepalive_interval_ms (ttl/3),
+watch_recheck_ms (1000; longest wait on one watch before trying the txn again, in case a
+watch stream died silently). Must not: retry a txn that errored, hide a TTL-0 refresh,
+or leave a lease alive after release.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Sequence
+
+from harness.cluster.base import Node
+from harness.errors import LockLost, NotAcquired
+from workloads.base import Clock, Lease, option, unique_value
+from workloads.redis_single import boolean
+
+
+def lease_seconds(ttl_ms: int) -> int:
+    """etcd leases are whole seconds: round up (never below the TTL asked for), at least 1."""
+    return max(1, math.ceil(ttl_ms / 1000))
+
+
+def make_client(nodes: Sequence[Node], op_timeout: float, endpoint_retry_s: float):
+    """A failover client over every member, starting on member pid % n.
+
+    It notes when it last asked for a lease grant (`last_grant_ns`): the recipe grants the
+    winning lease right before its txn but does not say when, and its lock lives from there.
+    """
+    import pyetcd
+
+    class GrantTimed(pyetcd.MultiEndpointEtcd3Client):
+        last_grant_ns = 0
+
+        def lease(self, ttl, lease_id=None):
+            self.last_grant_ns = time.monotonic_ns()
+            return super().lease(ttl, lease_id)
+
+    lock_nodes = [n for n in nodes if n.role == "lock"]
+    if not lock_nodes:
+        raise ValueError("etcd needs lock nodes; got none")
+    first = os.getpid() % len(lock_nodes)
+    ordered = lock_nodes[first:] + lock_nodes[:first]
+    eps = [pyetcd.Endpoint(n.host, n.port, secure=False, time_retry=endpoint_retry_s) for n in ordered]
+    c = GrantTimed(endpoints=eps, timeout=op_timeout, failover=True)
+    c._current_endpoint_label = eps[0].netloc  # pyetcd picks at random; we want a spread by process
+    return c
+
+
+def _revoke(client, lease_id: int) -> str | None:
+    """Best-effort revoke; the error text if it failed (the lease then lives out its TTL)."""
+    try:
+        client.revoke_lease(lease_id)
+        return None
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+
+
+@dataclass(slots=True)
+class _Hold:
+    valid_until_ns: int
+    lost: str | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+
+
+class EtcdClient:
+    name = "etcd"
+    has_fencing = True
+    servers = ("etcd", 3)
+
+    def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
+        o = options or {}
+        self.op_timeout = option(o, "op_timeout_ms", 1000.0) / 1000
+        self.endpoint_retry_s = option(o, "endpoint_retry_s", 1.0)
+        self.drift_factor = option(o, "drift_factor", 0.01)
+        self.keepalive = option(o, "keepalive", True, boolean)
+        self.keepalive_interval_ms = option(o, "keepalive_interval_ms", None, float)
+        self.watch_recheck = option(o, "watch_recheck_ms", 1000.0) / 1000
+        self.clock = clock or Clock()
+        self.client: Any = None
+        self.holds: dict[str, _Hold] = {}
+
+    def open(self, nodes: Sequence[Node]) -> None:
+        self.client = make_client(nodes, self.op_timeout, self.endpoint_retry_s)
+
+    def _valid(self, start_ns: int, ttl_ms: int, granted_s: int) -> int:
+        return start_ns + int(min(ttl_ms, granted_s * 1000) * (1 - self.drift_factor) * 1e6)
+
+    def _refresh(self, lease_id: int) -> int:
+        """One keepalive; the TTL etcd answered (0: the lease no longer exists)."""
+        responses = self.client.refresh_lease(lease_id)
+        ttl = 0
+        for r in responses:
+            ttl = r.TTL
+        return int(ttl)
+
+    def acquire(self, key: str, ttl_ms: int, timeout_s: float) -> Lease:
+        c = self.client
+        deadline = time.monotonic() + timeout_s
+        value = unique_value()
+        granted_at = time.monotonic_ns()
+        try:
+            lease = c.lease(lease_seconds(ttl_ms))
+        except Exception as e:  # no txn was sent: the lock cannot have been taken
+            raise NotAcquired(f"lease grant failed: {type(e).__name__}: {e}") from None
+        granted = int(lease.ttl)
+        tries = 0
+        try:
+            while True:
+                if tries and time.monotonic_ns() - granted_at > granted * 1e9 / 3:
+                    t = time.monotonic_ns()
+                    try:  # our last txn certainly wrote nothing, so any failure here is a fail
+                        left = self._refresh(lease.id)
+                    except Exception as e:
+                        raise NotAcquired(f"lease refresh failed while waiting: {type(e).__name__}: {e}") from None
+                    if left <= 0:
+                        raise NotAcquired("our lease expired while we waited")
+                    granted_at = t
+                tries += 1
+                ok, resp = c.transaction(compare=[c.transactions.create(key) == 0],
+                                         success=[c.transactions.put(key, value, lease=lease.id)],
+                                         failure=[c.transactions.get(key)])
+                if ok:
+                    rev = int(resp[0].response_put.header.revision)
+                    out = Lease(key=key, value=value, token=rev, acquired_ns=time.monotonic_ns(),
+                                valid_until_ns=self._valid(granted_at, ttl_ms, granted),
+                                meta={"lease_id": lease.id, "ttl_ms": ttl_ms, "granted_s": granted, "tries": tries,
+                                      "endpoint": c._current_endpoint_label})
+                    self._hold(out, ttl_ms, granted)
+                    return out
+                kvs = resp[0] if resp else []
+                if time.monotonic() >= deadline:
+                    raise NotAcquired(f"held by another client after {tries} txn(s)")
+                if kvs:
+                    self._wait_delete(key, kvs[0][1].mod_revision + 1, deadline)
+        except NotAcquired:
+            _revoke(c, lease.id)
+            raise
+        except BaseException:
+            _revoke(c, lease.id)  # deletes the key if the ambiguous txn did write it
+            raise
+
+    def _wait_delete(self, key: str, start_revision: int, deadline: float) -> None:
+        """Block until the key is deleted, the watch breaks, or min(deadline, recheck) passes."""
+        from pyetcd import events
+
+        q: queue.Queue = queue.Queue()
+        try:
+            wid = self.client.add_watch_callback(key, q.put, start_revision=start_revision)
+        except Exception:
+            time.sleep(max(0.0, min(0.05, deadline - time.monotonic())))  # retry the txn shortly
+            return
+        try:
+            until = min(deadline, time.monotonic() + self.watch_recheck)
+            while True:
+                left = until - time.monotonic()
+                if left <= 0:
+                    return
+                try:
+                    r = q.get(timeout=left)
+                except queue.Empty:
+                    return
+                if isinstance(r, Exception) or any(isinstance(e, events.DeleteEvent) for e in r.events):
+                    return
+        finally:
+            try:
+                self.client.cancel_watch(wid)
+            except Exception:
+                pass
+
+    # -- keepalive ---------------------------------------------------------------------------
+    def _hold(self, lease: Lease, ttl_ms: int, granted_s: int) -> None:
+        h = _Hold(valid_until_ns=lease.valid_until_ns)
+        self.holds[lease.value] = h
+        if self.keepalive:
+            interval = (self.keepalive_interval_ms or ttl_ms / 3) / 1000
+            h.thread = threading.Thread(target=self._keepalive, args=(lease, ttl_ms, granted_s, interval, h),
+                                        name=f"keepalive-{lease.value[:8]}", daemon=True)
+            h.thread.start()
+
+    def _keepalive(self, lease: Lease, ttl_ms: int, granted_s: int, interval: float, h: _Hold) -> None:
+        while not h.stop.wait(interval):
+            start = time.monotonic_ns()
+            try:
+                ttl = self._refresh(lease.meta["lease_id"])
+            except Exception as e:
+                if time.monotonic_ns() >= h.valid_until_ns:
+                    h.lost = f"keepalives failed until the lease expired: {type(e).__name__}: {e}"
+                    return
+                continue
+            if h.stop.is_set():
+                return
+            if ttl <= 0:
+                h.lost = "keepalive answered TTL 0: the lease expired"
+                return
+            h.valid_until_ns = self._valid(start, ttl_ms, granted_s)
+
+    def still_held(self, lease: Lease) -> bool:
+        h = self.holds.get(lease.value)
+        if h is None:
+            return time.monotonic_ns() < lease.valid_until_ns
+        return h.lost is None and time.monotonic_ns() < h.valid_until_ns
+
+    def current(self, lease: Lease) -> Lease:
+        h = self.holds.get(lease.value)
+        return lease if h is None else replace(lease, valid_until_ns=h.valid_until_ns)
+
+    def _unhold(self, lease: Lease) -> None:
+        h = self.holds.pop(lease.value, None)
+        if h is not None:
+            h.stop.set()
+            if h.thread is not None:
+                h.thread.join(self.op_timeout + 0.1)
+
+    # -- release and renew ------------------------------------------------------------------
+    def release(self, lease: Lease) -> bool:
+        c = self.client
+        self._unhold(lease)
+        try:
+            ok, _ = c.transaction(compare=[c.transactions.value(lease.key) == lease.value],
+                                  success=[c.transactions.delete(lease.key)], failure=[])
+        finally:
+            _revoke(c, lease.meta["lease_id"])
+        return bool(ok)
+
+    def renew(self, lease: Lease) -> Lease:
+        start = time.monotonic_ns()
+        if self._refresh(lease.meta["lease_id"]) <= 0:
+            h = self.holds.get(lease.value)
+            if h is not None:
+                h.lost = "keepalive answered TTL 0: the lease expired"
+            raise LockLost(f"lease {lease.meta['lease_id']} of {lease.key} has expired")
+        valid = self._valid(start, lease.meta["ttl_ms"], lease.meta["granted_s"])
+        h = self.holds.get(lease.value)
+        if h is not None:
+            h.valid_until_ns = max(h.valid_until_ns, valid)
+        return replace(lease, valid_until_ns=valid)
+
+    def close(self) -> None:
+        for value in list(self.holds):
+            h = self.holds.pop(value, None)
+            if h is not None:
+                h.stop.set()
+        if self.client is not None:
+            self.client.close()
+
+
+class EtcdRecipeClient:
+    name = "etcd-recipe"
+    has_fencing = True
+    servers = ("etcd", 3)
+
+    def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
+        o = options or {}
+        self.op_timeout = option(o, "op_timeout_ms", 1000.0) / 1000
+        self.endpoint_retry_s = option(o, "endpoint_retry_s", 1.0)
+        self.drift_factor = option(o, "drift_factor", 0.01)
+        self.clock = clock or Clock()
+        self.client: Any = None
+        self.locks: dict[str, Any] = {}
+
+    def open(self, nodes: Sequence[Node]) -> None:
+        self.client = make_client(nodes, self.op_timeout, self.endpoint_retry_s)
+
+    def acquire(self, key: str, ttl_ms: int, timeout_s: float) -> Lease:
+        ttl_s = lease_seconds(ttl_ms)
+        lock = self.client.lock(key, ttl=ttl_s)
+        try:
+            got = lock.acquire(timeout=timeout_s)
+        except BaseException:
+            if lock.lease is not None:
+                _revoke(self.client, lock.lease.id)
+            raise
+        if not got:
+            raise NotAcquired(f"pyetcd Lock.acquire({timeout_s:g}) returned False")
+        value = lock.uuid.hex()
+        self.locks[value] = lock
+        # Valid from the grant of the winning lease (the recipe's last grant).
+        return Lease(key=key, value=value, token=int(lock.revision), acquired_ns=time.monotonic_ns(),
+                     valid_until_ns=self.client.last_grant_ns + int(min(ttl_ms, int(lock.lease.ttl) * 1000) * (1 - self.drift_factor) * 1e6),
+                     meta={"lease_id": lock.lease.id, "lock_key": lock.key, "ttl_s": ttl_s})
+
+    def release(self, lease: Lease) -> bool:
+        lock = self.locks.pop(lease.value, None)
+        if lock is None:
+            return False
+        try:
+            return bool(lock.release())
+        finally:
+            _revoke(self.client, lease.meta["lease_id"])  # the recipe leaves it alive
+
+    def renew(self, lease: Lease) -> Lease:
+        lock = self.locks.get(lease.value)
+        if lock is None:
+            raise LockLost(f"{lease.key} is not held by this client")
+        start = time.monotonic_ns()
+        out = lock.refresh()
+        if not out or out[-1].TTL <= 0:
+            raise LockLost(f"lease {lease.meta['lease_id']} of {lease.key} has expired")
+        return replace(lease, valid_until_ns=start + int(out[-1].TTL * 1e9 * (1 - self.drift_factor)))
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()

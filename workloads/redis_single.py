@@ -1,0 +1,212 @@
+"""The single-instance Redis lock the articles start from, with an optional watchdog.
+
+Acquire: one Lua script on node n1 runs `SET key value NX PX ttl` and, only if that set
+the key, `INCR key:fence`, so taking the lock and taking a fencing token are one atomic
+step: no holder without a token, no token without a holder. A taken lock is polled
+again after a jittered pause (SET NX has no wait queue: this is the herd of scenario 5).
+Release: compare-and-delete (RELEASE), so a holder whose lease expired cannot free the
+lock of whoever holds it now.
+
+Token: the INCR result, strictly increasing per successful acquisition on this node. It
+is only as durable as the node's data: with persistence off (the default), a killed and
+restarted node starts its counter from 1 again, and the fenced store then rejects every
+later holder's writes as stale. That is a real property of this design, not a harness bug.
+
+Validity: the client believes it holds the lock until start + ttl * (1 - drift_factor),
+where start is taken before the request is sent (the server's expiry starts later, so
+this errs on the safe side) and drift_factor allows for the server clock running fast.
+
+Watchdog (option `watchdog`, or the lead's `--watchdog` flag): a daemon thread per lease
+renews the key every ttl/3 with compare-and-pexpire (RENEW). Each success moves the
+client's validity to renewal start + ttl * (1 - drift_factor); `current(lease)` and
+`renew(lease)` return a Lease carrying that extended valid_until_ns. A renewal answered 0
+(the key is gone or someone else's) marks the lease lost at once; renewal errors are
+retried at the next tick and mark it lost once the validity has passed without a success.
+`still_held(lease)` is the worker's view of this: False once lost or past validity.
+What the extension means: a watchdog turns a TTL lock into a lock held for as long as
+the holder's process keeps renewing, so a holder may legitimately hold for many TTLs;
+and a paused (SIGSTOPped, GC'd) holder stops renewing without knowing it, so
+`still_held` checked before a pause says nothing about after it. Only fencing helps then.
+(The worker reads valid_until_ns once, from the Lease acquire returned, and caps its hold
+below the TTL, so under the current worker a hold never relies on an extension.)
+
+Must not: retry inside a command (connect() builds clients without retries), turn an
+error into NotAcquired (a timed-out script may have set the key: that is `info`), or
+swallow a failed renewal (it is surfaced through still_held and LockLost).
+
+Options: node_timeout_ms (100; socket and connect timeout), retry_delay_ms (50; upper
+bound of the jittered pause between polls), drift_factor (0.01), watchdog (false),
+watchdog_interval_ms (ttl/3).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Sequence
+
+import redis
+
+from harness.cluster.base import Node
+from harness.errors import LockLost, NotAcquired
+from workloads.base import Clock, Lease, option, unique_value
+from workloads.redis_common import RELEASE, RENEW, connect
+
+# Take the lock and, only then, a fencing token, in one atomic step. Returns the token or nil.
+ACQUIRE = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return redis.call('INCR', KEYS[2])
+end
+return false
+"""
+
+
+def boolean(v: Any) -> bool:
+    """An option that is a flag: true/false, 1/0, yes/no, on/off (or a real bool)."""
+    if isinstance(v, bool):
+        return v
+    s = str(v).strip().lower()
+    if s in ("1", "true", "yes", "on"):
+        return True
+    if s in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(v)
+
+
+@dataclass(slots=True)
+class _Hold:
+    """What the client believes about one lease it holds (mutable, watchdog-updated)."""
+
+    valid_until_ns: int
+    lost: str | None = None  # why the lease is known lost, or None
+    stop: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+
+
+class RedisSingleClient:
+    name = "redis"
+    has_fencing = True
+    servers = ("valkey", 1)
+
+    def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
+        options = options or {}
+        self.node_timeout = option(options, "node_timeout_ms", 100.0) / 1000
+        self.retry_delay = option(options, "retry_delay_ms", 50.0) / 1000
+        self.drift_factor = option(options, "drift_factor", 0.01)
+        self.watchdog = option(options, "watchdog", False, boolean)
+        self.watchdog_interval_ms = option(options, "watchdog_interval_ms", None, float)
+        self.clock = clock or Clock()
+        self.rng = random.Random()
+        self.conn: redis.Redis | None = None
+        self.holds: dict[str, _Hold] = {}
+        self.mu = threading.Lock()
+
+    def open(self, nodes: Sequence[Node]) -> None:
+        lock_nodes = [n for n in nodes if n.role == "lock"]
+        if not lock_nodes:
+            raise ValueError("redis needs one lock node; got none")
+        self.node = lock_nodes[0]
+        self.conn = connect(self.node, self.node_timeout)
+
+    def _valid_from(self, start_ns: int, ttl_ms: int) -> int:
+        return start_ns + int(ttl_ms * (1 - self.drift_factor) * 1e6)
+
+    def acquire(self, key: str, ttl_ms: int, timeout_s: float) -> Lease:
+        deadline = time.monotonic() + timeout_s
+        polls = 0
+        while True:
+            value = unique_value()
+            start = time.monotonic_ns()
+            token = self.conn.eval(ACQUIRE, 2, key, f"{key}:fence", value, int(ttl_ms))
+            polls += 1
+            if token is not None:
+                lease = Lease(key=key, value=value, token=int(token), acquired_ns=time.monotonic_ns(),
+                              valid_until_ns=self._valid_from(start, ttl_ms),
+                              meta={"ttl_ms": ttl_ms, "polls": polls, "node": self.node.name})
+                self._hold(lease, ttl_ms)
+                return lease
+            pause = self.rng.uniform(0, self.retry_delay)
+            if time.monotonic() + pause > deadline:
+                raise NotAcquired(f"held by another client after {polls} poll(s)")
+            time.sleep(pause)
+
+    # -- the watchdog -----------------------------------------------------------------------
+    def _hold(self, lease: Lease, ttl_ms: int) -> None:
+        h = _Hold(valid_until_ns=lease.valid_until_ns)
+        with self.mu:
+            self.holds[lease.value] = h
+        if self.watchdog:
+            interval = (self.watchdog_interval_ms or ttl_ms / 3) / 1000
+            h.thread = threading.Thread(target=self._watch, args=(lease, ttl_ms, interval, h),
+                                        name=f"watchdog-{lease.value[:8]}", daemon=True)
+            h.thread.start()
+
+    def _watch(self, lease: Lease, ttl_ms: int, interval: float, h: _Hold) -> None:
+        while not h.stop.wait(interval):
+            start = time.monotonic_ns()
+            try:
+                ok = int(self.conn.eval(RENEW, 1, lease.key, lease.value, int(ttl_ms)))
+            except (redis.RedisError, OSError) as e:
+                if time.monotonic_ns() >= h.valid_until_ns:
+                    h.lost = f"renewals failed until the lease expired: {type(e).__name__}: {e}"
+                    return
+                continue
+            if h.stop.is_set():
+                return  # released meanwhile: a 0 now means our own DEL, not a loss
+            if not ok:
+                h.lost = "renewal found the key gone or owned by another client"
+                return
+            h.valid_until_ns = self._valid_from(start, ttl_ms)
+
+    def _unhold(self, lease: Lease) -> None:
+        with self.mu:
+            h = self.holds.pop(lease.value, None)
+        if h is not None:
+            h.stop.set()
+            if h.thread is not None and h.thread is not threading.current_thread():
+                h.thread.join(self.node_timeout * 2 + 0.1)
+
+    def current(self, lease: Lease) -> Lease:
+        """The lease with the validity the client believes now (extended by the watchdog)."""
+        h = self.holds.get(lease.value)
+        return lease if h is None else replace(lease, valid_until_ns=h.valid_until_ns)
+
+    def still_held(self, lease: Lease) -> bool:
+        """False once a renewal found the lock gone, or the validity passed without renewal."""
+        h = self.holds.get(lease.value)
+        if h is None:
+            return time.monotonic_ns() < lease.valid_until_ns
+        return h.lost is None and time.monotonic_ns() < h.valid_until_ns
+
+    def lost_reason(self, lease: Lease) -> str | None:
+        h = self.holds.get(lease.value)
+        return None if h is None else h.lost
+
+    # -- release and renew --------------------------------------------------------------------
+    def release(self, lease: Lease) -> bool:
+        self._unhold(lease)
+        return bool(int(self.conn.eval(RELEASE, 1, lease.key, lease.value)))
+
+    def renew(self, lease: Lease) -> Lease:
+        ttl_ms = int(lease.meta.get("ttl_ms", 0)) or 2000
+        start = time.monotonic_ns()
+        if not int(self.conn.eval(RENEW, 1, lease.key, lease.value, ttl_ms)):
+            h = self.holds.get(lease.value)
+            if h is not None:
+                h.lost = "renewal found the key gone or owned by another client"
+            raise LockLost(f"{lease.key} is no longer held with value {lease.value}")
+        valid = self._valid_from(start, ttl_ms)
+        h = self.holds.get(lease.value)
+        if h is not None:
+            h.valid_until_ns = max(h.valid_until_ns, valid)
+        return replace(lease, valid_until_ns=valid)
+
+    def close(self) -> None:
+        for value in list(self.holds):
+            h = self.holds.pop(value, None)
+            if h is not None:
+                h.stop.set()
+        if self.conn is not None:
+            self.conn.close()
