@@ -166,6 +166,9 @@ from results.commands import report, serve  # noqa: E402
 cli.add_command(cluster)
 cli.add_command(report)
 cli.add_command(serve)
+from harness.reproduce import reproduce  # noqa: E402
+
+cli.add_command(reproduce)
 try:
     from harness.matrix import matrix  # noqa: E402
 

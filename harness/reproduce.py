@@ -1,0 +1,213 @@
+"""Known results as named experiments: `chaos reproduce NAME|--all [--seeds N]`.
+
+A harness is trusted when it finds the failures known to exist and stays quiet where
+there are none. Each scenario is a fixed workload and fault schedule (a TestSpec) with
+one or two variants (without and with fencing) and an expected outcome per variant,
+stated as a predicate over the run's summary and history. Every seed is a real run on
+real servers; the table printed says expected vs observed per seed, and the exit code is
+1 when any seed missed its expectation.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import click
+
+from harness.checker.lock import holding_windows
+from harness.errors import BadArgument
+from harness.history import NEMESIS, Op, read_history
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Expect:
+    verdict: str  # "unsafe" | "safe": what the scenario should show
+    says: str  # the expectation in words, printed next to what was observed
+    holds: Callable[[dict, Sequence[Op]], bool]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scenario:
+    name: str
+    doc: str
+    spec: dict  # TestSpec fields shared by every variant
+    variants: dict[str, tuple[dict, Expect]] = field(default_factory=dict)
+
+
+# --- what runs can show ------------------------------------------------------------------
+def overlaps(s: dict, h: Sequence[Op]) -> bool:
+    return (s.get("violations") or 0) >= 1
+
+
+def data_broken(s: dict, h: Sequence[Op]) -> bool:
+    return (s.get("stale_writes_accepted") or 0) >= 1 or (s.get("lost_updates") or 0) >= 1
+
+
+def fencing_held(s: dict, h: Sequence[Op]) -> bool:
+    """Stale writes happened (the fault bit) and every one of them was rejected."""
+    return ((s.get("stale_writes_rejected") or 0) >= 1 and (s.get("stale_writes_accepted") or 0) == 0
+            and (s.get("lost_updates") or 0) == 0)
+
+
+def foreign_releases(h: Sequence[Op]) -> int:
+    """Releases that returned ok although someone else had acquired since: the releaser
+    deleted a lock that was not its own."""
+    oks = sorted((o.time_ns, o.process) for o in h if o.f == "acquire" and o.type == "ok")
+    count = 0
+    for w in holding_windows(h):
+        if w.release is None:
+            continue
+        done = next((o for o in h if o.process == w.process and o.f == "release" and o.type != "invoke"
+                     and o.time_ns >= w.release.time_ns), None)
+        if done is not None and done.type == "ok" and any(
+                w.start_ns < t < w.release.time_ns and p != w.process for t, p in oks):
+            count += 1
+    return count
+
+
+def stuck_after_crash(s: dict, h: Sequence[Op]) -> bool:
+    """A client crashed between SETNX and EXPIRE, and nobody acquired ever after."""
+    crashes = [o.time_ns for o in h if o.f == "acquire" and o.type == "info" and "Crash" in (o.error or "")]
+    if not crashes:
+        return False
+    later_ok = [o for o in h if o.f == "acquire" and o.type == "ok" and o.time_ns > crashes[0]]
+    later_fail = [o for o in h if o.f == "acquire" and o.type == "fail" and o.time_ns > crashes[0]]
+    return not later_ok and len(later_fail) >= 3
+
+
+def minority_blocked(s: dict, h: Sequence[Op]) -> bool:
+    """While a client could reach only a minority, it acquired nothing; others did; and
+    there were never two holders."""
+    cuts, start = [], None
+    for o in sorted(h, key=lambda o: o.time_ns):
+        if o.process != NEMESIS or o.type != "ok":
+            continue
+        if o.f == "partition-client":
+            start = (o.time_ns, o.value["worker"])
+        elif o.f == "heal-client" and start:
+            cuts.append((start[0], o.time_ns, start[1]))
+            start = None
+    if not cuts or (s.get("violations") or 0) != 0:
+        return False
+    n = max((o.process for o in h if isinstance(o.process, int)), default=0) + 1
+    conc = s.get("concurrency") or n
+    cut_ok = other_ok = 0
+    for a, b, worker in cuts:
+        invokes = {o.process: o.time_ns for o in h if o.f == "acquire" and o.type == "invoke"}
+        for o in h:
+            if o.f == "acquire" and o.type == "ok" and a < o.time_ns < b:
+                mine = isinstance(o.process, int) and o.process % conc == worker
+                if mine and invokes.get(o.process, 0) > a:
+                    cut_ok += 1
+                elif not mine:
+                    other_ok += 1
+    return cut_ok == 0 and other_ok >= 1
+
+
+UNSAFE = Expect(verdict="unsafe", says="two holders at once, and data lost or a stale write accepted",
+                holds=lambda s, h: overlaps(s, h) and data_broken(s, h))
+FENCED = Expect(verdict="safe", says="stale writes all rejected by fencing, none accepted, no lost update",
+                holds=fencing_held)
+NOFENCE, FENCE = {"fencing": False}, {"fencing": True}
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
+    Scenario(name="gc-pause", doc="redis single instance; the holder is paused 2.5 x TTL right after it acquires",
+             spec={"backend": "redis", "nemesis": ("pause-holder",), "options": {"pause_multiple": "2.5"}},
+             variants={"nofence": (NOFENCE, UNSAFE), "fenced": (FENCE, FENCED)}),
+    Scenario(name="redlock-clock-jump", doc="Redlock on 5 nodes; a majority's clocks jump forward past the TTL",
+             spec={"backend": "redlock", "nemesis": ("clock-skew",)},
+             variants={"nofence": (NOFENCE, Expect(verdict="unsafe", says="two holders at once", holds=overlaps))}),
+    Scenario(name="etcd-lock-pause", doc="etcd lease lock; the holder is paused past its lease (Jepsen etcd 3.4.3)",
+             spec={"backend": "etcd", "nemesis": ("pause-holder",), "options": {"pause_multiple": "3"}},
+             variants={"nofence": (NOFENCE, UNSAFE), "fenced": (FENCE, FENCED)}),
+    Scenario(name="zk-session-expiry", doc="ZooKeeper queue lock; the holder is paused past its session timeout",
+             spec={"backend": "zookeeper", "nemesis": ("pause-holder",),
+                   "options": {"pause_multiple": "2.5", "session_timeout_ms": "2000"}},
+             variants={"nofence": (NOFENCE, UNSAFE), "fenced": (FENCE, FENCED)}),
+    Scenario(name="unsafe-release", doc="constant value + plain DEL; the paused holder wakes and deletes the next holder's lock",
+             spec={"backend": "redis-unsafe-release", "nemesis": ("pause-holder",), "options": {"pause_multiple": "1.5"}},
+             variants={"nofence": (NOFENCE, Expect(verdict="unsafe", says="a release deleted another holder's lock",
+                                                   holds=lambda s, h: foreign_releases(h) >= 1))}),
+    Scenario(name="setnx-expire-crash", doc="SETNX then EXPIRE as two commands; a client crashes between them",
+             spec={"backend": "redis-setnx-expire", "nemesis": (), "options": {"crash_between": "0.3"}},
+             variants={"nofence": (NOFENCE, Expect(verdict="unsafe", says="after the crash the lock is never free again",
+                                                   holds=stuck_after_crash))}),
+    Scenario(name="etcd-partition-minority", doc="etcd; the holder is cut off from a majority of the members",
+             spec={"backend": "etcd", "nemesis": ("partition-client",), "options": {"cut_servers": "2"}},
+             variants={"nofence": (NOFENCE, Expect(verdict="safe", says="the cut client acquires nothing, others do, "
+                                                   "never two holders", holds=minority_blocked))}),
+    Scenario(name="zk-partition-minority", doc="ZooKeeper; the holder is cut off from a majority of the servers",
+             spec={"backend": "zookeeper", "nemesis": ("partition-client",), "options": {"cut_servers": "2"}},
+             variants={"nofence": (NOFENCE, Expect(verdict="safe", says="the cut client acquires nothing, others do, "
+                                                   "never two holders", holds=minority_blocked))}),
+]}
+
+
+def first_violation_s(results: dict, history: Sequence[Op]) -> float | None:
+    overlaps_ = results["checkers"].get("mutex", {}).get("details", {}).get("overlaps") or []
+    if not overlaps_ or not history:
+        return None
+    t0 = min(o.time_ns for o in history)
+    return round((min(o["start_ns"] for o in overlaps_) - t0) / 1e9, 2)
+
+
+def run_scenario(sc: Scenario, seeds: Sequence[int], *, time_limit: float, store: str, echo=print) -> list[dict]:
+    from harness.runner import run
+    from harness.spec import TestSpec
+
+    rows = []
+    for variant, (overrides, expect) in sc.variants.items():
+        for seed in seeds:
+            kw = dict(sc.spec, **overrides)
+            kw["options"] = dict(kw.get("options", {}))
+            spec = TestSpec(**kw, seed=seed, time_limit=time_limit, store=store,
+                            command=f"chaos reproduce {sc.name} --seeds {len(seeds)}")
+            out = run(spec, progress=False)
+            history = read_history(out.run_dir / "history.jsonl")
+            summary = dict(out.summary, concurrency=spec.concurrency)
+            try:
+                ok = bool(expect.holds(summary, history))
+            except Exception as e:  # a predicate that cannot decide is a miss, never a pass
+                ok, summary["errors"] = False, [f"{type(e).__name__}: {e}"]
+            row = {"scenario": sc.name, "variant": variant, "seed": seed, "expected": expect.verdict,
+                   "matched": ok, "violations": summary.get("violations"),
+                   "stale_accepted": summary.get("stale_writes_accepted"),
+                   "stale_rejected": summary.get("stale_writes_rejected"), "lost": summary.get("lost_updates"),
+                   "first_violation_s": first_violation_s(out.results, history), "run_dir": str(out.run_dir)}
+            rows.append(row)
+            echo(f"{sc.name:24} {variant:8} seed {seed:3}  expected {expect.verdict:6} ({expect.says}): "
+                 f"{'MATCH' if ok else 'MISS '}  violations={row['violations']} stale accepted/rejected="
+                 f"{row['stale_accepted']}/{row['stale_rejected']} lost={row['lost']} "
+                 f"first violation at {row['first_violation_s']} s")
+    return rows
+
+
+@click.command()
+@click.argument("name", required=False)
+@click.option("--all", "all_", is_flag=True, help="run every scenario")
+@click.option("--seeds", type=int, default=1, show_default=True, help="seeds 1..N per variant")
+@click.option("--time-limit", type=float, default=25.0, show_default=True, help="seconds per run (at most 60)")
+@click.option("--store", default="store", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="print the rows as JSON lines")
+def reproduce(name, all_, seeds, time_limit, store, as_json):
+    """Run known-result scenarios; exit 1 if any seed misses its expected verdict."""
+    if all_ == bool(name):
+        raise BadArgument(f"name one scenario or use --all; scenarios: {', '.join(SCENARIOS)}")
+    if name and name not in SCENARIOS:
+        raise BadArgument(f"unknown scenario {name!r}; choose one of: {', '.join(SCENARIOS)}")
+    if not 1 <= seeds <= 100 or not 5 <= time_limit <= 60:
+        raise BadArgument("--seeds must be 1..100 and --time-limit 5..60 seconds")
+    rows = []
+    for sc in (SCENARIOS.values() if all_ else [SCENARIOS[name]]):
+        rows += run_scenario(sc, range(1, seeds + 1), time_limit=time_limit, store=store)
+    if as_json:
+        for r in rows:
+            print(json.dumps(r))
+    missed = [r for r in rows if not r["matched"]]
+    print(f"{len(rows) - len(missed)}/{len(rows)} runs reached their expected verdict")
+    return 1 if missed else 0
+
+
+__all__ = ["SCENARIOS", "Scenario", "Expect", "reproduce", "run_scenario"]
