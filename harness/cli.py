@@ -169,6 +169,9 @@ cli.add_command(serve)
 from harness.reproduce import reproduce  # noqa: E402
 
 cli.add_command(reproduce)
+from harness.explore import explore  # noqa: E402
+
+cli.add_command(explore)
 try:
     from harness.matrix import matrix  # noqa: E402
 

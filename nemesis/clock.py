@@ -76,6 +76,7 @@ class ClockSkew:
             raise BadArgument(f"unknown clock_mode {mode!r}; choose one of: {', '.join(MODES + ('mixed',))}")
         self.modes = MODES if mode == "mixed" else (mode,)
         self.jump = ctx.spec.jump_s
+        self.jitter = float(opts.get("clock_jump_jitter", 0.5))  # jumps are 1..1+jitter x the jump
         self.strobe_s = float(opts.get("strobe_ms", 200)) / 1000
         self.rate = float(opts.get("drift_rate", 1.5))
         self._stop = threading.Event()
@@ -86,7 +87,7 @@ class ClockSkew:
         k = rng.randint(len(self.targets) // 2 + 1, len(self.targets))
         nodes = sorted(rng.sample(self.targets, k))
         mode = rng.choice(self.modes)
-        jump = round(self.jump * rng.uniform(1.0, 1.5), 3)
+        jump = round(self.jump * rng.uniform(1.0, 1.0 + self.jitter), 3)
         if mode in ("bump", "back"):
             start = ("clock-bump", {n: jump if mode == "bump" else -jump for n in nodes})
         elif mode == "strobe":

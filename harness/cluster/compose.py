@@ -1,0 +1,521 @@
+"""The compose provider: the same clusters as containers on a Docker host, faulted from outside.
+
+The topology is data (`TOPOLOGY`, `document()`); compose/docker-compose.yml is generated from
+it (`python -m harness.cluster.compose > compose/docker-compose.yml`) and a unit test checks
+that the file on disk still matches. Addresses come from 198.19.250.0/23 only, the top of the
+RFC 2544 benchmarking range 198.18.0.0/15, far from the /24s the local provider picks.
+
+  network `chaos` 198.19.250.0/24  every service. Clients never reach a lock server directly:
+      worker i talks to server s through its own toxiproxy proxy `c<i>>s` (created by up()),
+      so cutting one client from one server is one proxy.
+  network `peer-<x>` /28            one per etcd / ZooKeeper node x, holding x and toxiproxy.
+      x's /etc/hosts maps every peer name `<y>.peer` to toxiproxy's address on peer-x, and
+      each destination has its own port, so every directed server pair x>y has its own
+      proxy (etcd: one, ZooKeeper: quorum and election). A partition cuts exactly the
+      pairs its grudge names, as the local provider's iptables rules do.
+
+Faults, each one action list that `plan(op)` prints without touching Docker:
+  pause / resume   docker pause / unpause: the cgroup freezer stops every process in the
+                   container at once, like SIGSTOP of the server
+  kill / restart   docker kill (SIGKILL) / docker start; the container's filesystem keeps the
+                   data, as the local provider keeps the data dir
+  clock            libfaketime in the valkey image reads /faketime/clock on every call
+                   (FAKETIME_NO_CACHE=1); set_clock writes it via docker exec (tmp + mv, atomic)
+                   and the clock nemesis reads it back with TIME. Only valkey nodes: etcd is Go
+                   (vDSO clock, libfaketime cannot reach it) and the ZooKeeper image has no
+                   libfaketime.
+  partition        a toxiproxy `timeout` toxic with timeout 0 on both streams of every cut
+                   proxy: data is dropped and connections hang, as with the local provider's
+                   iptables DROP (disabling a proxy would refuse connections instead, a
+                   different, faster-failing fault). heal = POST /reset (every toxic removed).
+
+Must not: start anything outside the compose project `chaoslock`, or leave containers
+behind: down() removes the services it started, with their anonymous volumes.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from harness.cluster.base import Node
+from harness.errors import BadArgument, ClusterError, MissingDependency, NemesisError
+
+PROJECT = "chaoslock"
+COMPOSE_FILE = Path(__file__).resolve().parents[2] / "compose" / "docker-compose.yml"
+NO_ENGINE = "no Docker engine is reachable (docker info failed); the local provider (the default) needs none"
+MAIN = ipaddress.ip_network("198.19.250.0/24")
+PEERS = ipaddress.ip_network("198.19.251.0/24")
+TOXIPROXY_IP, HARNESS_IP, TOXIPROXY_API = str(MAIN[2]), str(MAIN[3]), 8474
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+CLOCK_FILE = "/faketime/clock"
+IMAGES = {"valkey": "chaoslock-valkey:9.1.2", "zookeeper": "zookeeper:3.8.4", "etcd": "quay.io/coreos/etcd:v3.5.17",
+          "toxiproxy": "ghcr.io/shopify/toxiproxy:2.9.0", "harness": "chaoslock-harness:0.1.0"}
+PORTS = {"valkey": 6379, "zookeeper": 2181, "etcd": 2379}
+ZK_QUORUM, ZK_ELECTION, ETCD_PEER = 2888, 3888, 2380
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Server:
+    name: str
+    kind: str
+    ordinal: int
+    ip: str
+    peer_net: str | None = None  # "peer-<name>" for kinds whose servers talk to each other
+    peer_subnet: str | None = None
+    toxiproxy_peer_ip: str | None = None  # toxiproxy's address on peer_net
+    node_peer_ip: str | None = None
+
+    @property
+    def container(self) -> str:
+        return f"{PROJECT}-{self.name}"
+
+
+def _topology() -> dict[str, Server]:
+    out: dict[str, Server] = {"store": Server(name="store", kind="valkey", ordinal=1, ip=str(MAIN[10]))}
+    for i in range(1, 6):
+        out[f"n{i}"] = Server(name=f"n{i}", kind="valkey", ordinal=i, ip=str(MAIN[10 + i]))
+    peer_nets = iter(PEERS.subnets(new_prefix=28))
+    for kind, prefix, base in (("zookeeper", "z", 20), ("etcd", "e", 30)):
+        for i in range(1, 4):
+            net = next(peer_nets)
+            out[f"{prefix}{i}"] = Server(name=f"{prefix}{i}", kind=kind, ordinal=i, ip=str(MAIN[base + i]),
+                                         peer_net=f"peer-{prefix}{i}", peer_subnet=str(net),
+                                         node_peer_ip=str(net[2]), toxiproxy_peer_ip=str(net[3]))
+    return out
+
+
+TOPOLOGY = _topology()
+GROUPS = {"valkey": ("n1", "n2", "n3", "n4", "n5"), "zookeeper": ("z1", "z2", "z3"), "etcd": ("e1", "e2", "e3")}
+
+
+def _group(kind: str) -> list[Server]:
+    return [TOPOLOGY[n] for n in GROUPS[kind]]
+
+
+def peer_proxies() -> list[dict]:
+    """The static server-to-server proxies (loaded by toxiproxy at start): name, listen, upstream."""
+    out = []
+    for kind, links in (("etcd", ((ETCD_PEER, 23800, ""),)),
+                        ("zookeeper", ((ZK_QUORUM, 28880, ":quorum"), (ZK_ELECTION, 38880, ":election")))):
+        for src in _group(kind):
+            for dst in _group(kind):
+                if src.name != dst.name:
+                    for port, base, suffix in links:
+                        out.append({"name": f"{src.name}>{dst.name}{suffix}", "listen": f"{src.toxiproxy_peer_ip}:{base + dst.ordinal}",
+                                    "upstream": f"{dst.ip}:{port}", "enabled": True})
+    return out
+
+
+def client_proxy(client: int, server: Server, index: int) -> dict:
+    """Worker `client` (1-based) -> `server`, the `index`-th (0-based) server of its group."""
+    return {"name": f"c{client}>{server.name}", "listen": f"{TOXIPROXY_IP}:{30000 + 100 * client + index}",
+            "upstream": f"{server.ip}:{PORTS[server.kind]}", "enabled": True}
+
+
+# -- compose/docker-compose.yml ---------------------------------------------------------------
+def _health(test: list[str]) -> dict:
+    return {"test": test, "interval": "2s", "timeout": "3s", "retries": 30, "start_period": "5s"}
+
+
+def _service(s: Server) -> dict:
+    svc: dict[str, Any] = {"image": IMAGES[s.kind], "container_name": s.container, "hostname": s.name,
+                           "labels": {"chaoslock.run": "${CHAOSLOCK_RUN:-manual}"},
+                           "networks": {"chaos": {"ipv4_address": s.ip}}}
+    if s.kind == "valkey":
+        svc["build"] = {"context": ".", "dockerfile": "Dockerfile.valkey"}
+        svc["command"] = ["valkey-server", "--port", "6379", "--bind", "0.0.0.0", "--protected-mode", "no", "--save", "",
+                          "--appendonly", "no", "--io-threads", "1"]
+        if s.name != "store":  # the store is never faulted; the others get libfaketime only with a clock nemesis
+            svc["environment"] = {"LD_PRELOAD": "${CHAOSLOCK_FAKETIME:-}", "FAKETIME_TIMESTAMP_FILE": CLOCK_FILE,
+                                  "FAKETIME_NO_CACHE": "1"}
+        svc["healthcheck"] = _health(["CMD", "python3", "-c", "import socket; s = socket.create_connection(('127.0.0.1', 6379), 1); "
+                                      "s.sendall(b'PING\\r\\n'); assert s.recv(7) == b'+PONG\\r\\n'"])
+        return svc
+    peers = _group(s.kind)
+    svc["networks"][s.peer_net] = {"ipv4_address": s.node_peer_ip}
+    svc["extra_hosts"] = [f"{p.name}.peer:{s.toxiproxy_peer_ip}" for p in peers]
+    svc["depends_on"] = {"toxiproxy": {"condition": "service_healthy"}}
+    if s.kind == "etcd":
+        svc["command"] = ["/usr/local/bin/etcd", "--name", s.name, "--data-dir", "/var/lib/etcd/data",
+                          "--listen-client-urls", "http://0.0.0.0:2379", "--advertise-client-urls", f"http://{s.ip}:2379",
+                          "--listen-peer-urls", f"http://0.0.0.0:{ETCD_PEER}",
+                          "--initial-advertise-peer-urls", f"http://{s.name}.peer:{23800 + s.ordinal}",
+                          "--initial-cluster", ",".join(f"{p.name}=http://{p.name}.peer:{23800 + p.ordinal}" for p in peers),
+                          "--initial-cluster-token", PROJECT, "--initial-cluster-state", "new",
+                          # As the local provider: 100/1000 ms, pre-vote off (etcd 3.4's default).
+                          "--heartbeat-interval", "100", "--election-timeout", "1000", "--pre-vote=false",
+                          "--logger", "zap", "--log-outputs", "stderr"]
+        svc["healthcheck"] = _health(["CMD", "/usr/local/bin/etcdctl", "--endpoints=http://127.0.0.1:2379", "endpoint", "health"])
+    else:
+        servers = " ".join(f"server.{p.ordinal}=" + ("0.0.0.0:2888:3888" if p.name == s.name else
+                                                     f"{p.name}.peer:{28880 + p.ordinal}:{38880 + p.ordinal}") + ";2181"
+                           for p in peers)
+        # The local provider's timing (tickTime 500 ms, initLimit 20, syncLimit 4).
+        svc["environment"] = {"ZOO_MY_ID": str(s.ordinal), "ZOO_SERVERS": servers, "ZOO_TICK_TIME": "500",
+                              "ZOO_INIT_LIMIT": "20", "ZOO_SYNC_LIMIT": "4", "ZOO_4LW_COMMANDS_WHITELIST": "*",
+                              "ZOO_MAX_CLIENT_CNXNS": "0", "ZOO_ADMINSERVER_ENABLED": "false", "ZOO_STANDALONE_ENABLED": "false",
+                              "ZOO_CFG_EXTRA": "quorumListenOnAllIPs=true minSessionTimeout=1000 maxSessionTimeout=30000",
+                              "JVMFLAGS": "-Xmx128m -Dzookeeper.fastleader.maxNotificationInterval=1000 -Dzookeeper.cnxTimeout=1000"}
+        svc["healthcheck"] = _health(["CMD-SHELL", "zkServer.sh status"])
+    return svc
+
+
+def document() -> dict:
+    """The whole compose file as a dict (what PyYAML writes to compose/docker-compose.yml)."""
+    nets: dict[str, Any] = {"chaos": {"driver": "bridge", "ipam": {"config": [{"subnet": str(MAIN), "gateway": str(MAIN[1])}]}}}
+    toxi_nets: dict[str, Any] = {"chaos": {"ipv4_address": TOXIPROXY_IP}}
+    for s in TOPOLOGY.values():
+        if s.peer_net:
+            net = ipaddress.ip_network(s.peer_subnet)
+            nets[s.peer_net] = {"driver": "bridge", "internal": True,
+                                "ipam": {"config": [{"subnet": str(net), "gateway": str(net[1])}]}}
+            toxi_nets[s.peer_net] = {"ipv4_address": s.toxiproxy_peer_ip}
+    services: dict[str, Any] = {
+        "toxiproxy": {"image": IMAGES["toxiproxy"], "container_name": f"{PROJECT}-toxiproxy",
+                      "command": ["-host=0.0.0.0", "-config=/config/toxiproxy.json"],
+                      "configs": [{"source": "toxiproxy_peers", "target": "/config/toxiproxy.json"}],
+                      "labels": {"chaoslock.run": "${CHAOSLOCK_RUN:-manual}"},
+                      "healthcheck": _health(["CMD", "/toxiproxy-cli", "list"]), "networks": toxi_nets}}
+    services.update({name: _service(s) for name, s in TOPOLOGY.items()})
+    services["harness"] = {
+        "image": IMAGES["harness"], "container_name": f"{PROJECT}-harness",
+        "build": {"context": "..", "dockerfile": "compose/Dockerfile.harness"},
+        "command": ["sleep", "infinity"], "working_dir": "/src",
+        "environment": {"CHAOSLOCK_COMPOSE_FILE": "/src/compose/docker-compose.yml"},
+        "volumes": ["/var/run/docker.sock:/var/run/docker.sock", "../store:/src/store"],
+        "healthcheck": _health(["CMD", "chaos", "list"]),
+        "networks": {"chaos": {"ipv4_address": HARNESS_IP}}}
+    return {"name": PROJECT, "services": services, "networks": nets,
+            "configs": {"toxiproxy_peers": {"content": "[\n" + ",\n".join(json.dumps(p) for p in peer_proxies()) + "\n]\n"}}}
+
+
+def render() -> str:
+    import yaml
+
+    head = ("# Generated by `python -m harness.cluster.compose > compose/docker-compose.yml`; edit\n"
+            "# harness/cluster/compose.py, not this file (tests/unit/test_compose.py checks they agree).\n")
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def seq(d: yaml.SafeDumper, v: list):  # lists of scalars on one line, everything else as blocks
+        flat = all(not isinstance(x, (dict, list)) for x in v)
+        return d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=flat)
+
+    def text(d: yaml.SafeDumper, v: str):  # multi-line strings (the proxy list) as literal blocks
+        return d.represent_scalar("tag:yaml.org,2002:str", v, style="|" if "\n" in v else None)
+
+    Dumper.add_representer(list, seq)
+    Dumper.add_representer(str, text)
+    return head + yaml.dump(document(), Dumper=Dumper, sort_keys=False, width=120)
+
+
+# -- the provider -----------------------------------------------------------------------------
+Action = tuple[str, Callable[[], Any]]
+
+
+class _Hosts:
+    """Stands in for netns.Network where nemeses ask for a client's namespace: there is none."""
+
+    @staticmethod
+    def host(name: str) -> Any:
+        return type("Host", (), {"netns": None, "addr": HARNESS_IP})()
+
+
+class ComposeCluster:
+    """Implements Cluster, ProcessControl, ClockControl and NetworkControl on containers.
+
+    `nodes` carry the servers' own addresses (for probes, clock read-back and the store);
+    `client_nodes(i)` carry worker i's proxied addresses, which its lock client must use.
+    """
+
+    def __init__(self, run_id: str, kind: str, count: int, *, clients: int, log_dir: str | os.PathLike | None = None,
+                 fake_clock: bool = False, compose_file: str | os.PathLike | None = None):
+        if kind not in GROUPS or not 1 <= count <= len(GROUPS[kind]):
+            raise BadArgument(f"the compose file has {len(GROUPS.get(kind, ()))} {kind} servers; a backend asking for "
+                              f"{count} needs the local provider")
+        self.run_id, self.kind, self.n_clients, self.fake_clock = run_id, kind, clients, fake_clock and kind == "valkey"
+        self.servers = _group(kind)[:count]
+        self.compose_file = Path(compose_file or os.environ.get("CHAOSLOCK_COMPOSE_FILE") or COMPOSE_FILE)
+        self.log_dir = Path(log_dir) if log_dir else None
+        self.fallback_reason: str | None = None
+        self.network = _Hosts()
+        self.client_netns: list[str | None] = [None] * clients
+        self._docker = None
+        self._kinds: dict[str, Any] = {}
+        self._nodes = {s.name: self._node(s, s.ip, PORTS[s.kind], "lock") for s in self.servers}
+        store = TOPOLOGY["store"]
+        self._nodes["store"] = self._node(store, store.ip, 6379, "store")
+
+    def _node(self, s: Server, host: str, port: int, role: str) -> Node:
+        return Node(name=s.name, kind=s.kind, role=role, host=host, port=port, ordinal=s.ordinal,
+                    clock_file=CLOCK_FILE if self.fake_clock and role == "lock" else None)
+
+    # -- Cluster ----------------------------------------------------------------------------------
+    @property
+    def nodes(self) -> list[Node]:
+        return list(self._nodes.values())
+
+    def node(self, name: str) -> Node:
+        try:
+            return self._nodes[name]
+        except KeyError:
+            raise BadArgument(f"no node named {name!r}; nodes are: {', '.join(self._nodes)}") from None
+
+    def client_nodes(self, index: int) -> list[Node]:
+        """The lock nodes as worker `index` (0-based) must reach them: through its proxies."""
+        out = []
+        for i, s in enumerate(self.servers):
+            host, port = client_proxy(index + 1, s, i)["listen"].rsplit(":", 1)
+            out.append(self._node(s, host, int(port), "lock"))
+        return out
+
+    def services(self) -> list[str]:
+        return ["toxiproxy", "store"] + [s.name for s in self.servers]
+
+    def _compose(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        env = dict(os.environ, CHAOSLOCK_RUN=self.run_id, CHAOSLOCK_FAKETIME=FAKETIME_LIB if self.fake_clock else "")
+        argv = ["docker", "compose", "-p", PROJECT, "-f", str(self.compose_file), *args]
+        try:
+            return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+        except FileNotFoundError:
+            raise MissingDependency("the docker CLI is not installed; install Docker with the compose plugin") from None
+
+    def docker(self):
+        if self._docker is None:
+            try:
+                import docker
+
+                client = docker.from_env(timeout=10)
+                client.ping()
+            except Exception:
+                raise MissingDependency(NO_ENGINE) from None
+            self._docker = client
+        return self._docker
+
+    def up(self) -> None:
+        """Start toxiproxy, the store and the lock servers fresh; create the client proxies."""
+        self.docker()
+        if not self.compose_file.is_file():
+            raise MissingDependency(f"{self.compose_file} not found; run from a chaoslock checkout or set CHAOSLOCK_COMPOSE_FILE")
+        try:
+            r = self._compose("up", "-d", "--wait", "--force-recreate", "--renew-anon-volumes", *self.services())
+            if r.returncode != 0:
+                raise ClusterError(f"`docker compose up` failed: {r.stderr.strip()[-400:]}; see `docker compose -p {PROJECT} logs`")
+            for _, do in self._client_proxy_actions():
+                do()
+        except BaseException:
+            self.down()
+            raise
+
+    def down(self) -> None:
+        """Heal, save the servers' logs, remove the services this run started. Never raises."""
+        if self._docker is None:
+            return
+        for _, do in self._heal_actions() + self._client_proxy_actions(remove=True):
+            try:
+                do()
+            except Exception:
+                pass
+        if self.log_dir is not None:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            for svc in self.services():
+                r = self._compose("logs", "--no-color", svc, timeout=60)
+                (self.log_dir / f"{svc}.log").write_text(r.stdout + r.stderr)
+        self._compose("rm", "--stop", "--force", "--volumes", *self.services(), timeout=120)
+
+    # -- actions: (what it does, how) -----------------------------------------------------------
+    def _container(self, name: str):
+        return self.docker().containers.get(TOPOLOGY[self.node(name).name].container)
+
+    def _toxiproxy(self):
+        from toxiproxy import Toxiproxy
+
+        t = Toxiproxy()
+        t.update_api_consumer(TOXIPROXY_IP, TOXIPROXY_API)
+        return t
+
+    def _client_proxy_actions(self, remove: bool = False) -> list[Action]:
+        out: list[Action] = []
+        for c in range(1, self.n_clients + 1):
+            for i, s in enumerate(self.servers):
+                p = client_proxy(c, s, i)
+                if remove:
+                    out.append((f"toxiproxy: delete proxy {p['name']}",
+                                lambda p=p: (lambda x: x and x.destroy())(self._toxiproxy().get_proxy(p["name"]))))
+                else:
+                    out.append((f"toxiproxy: create proxy {p['name']} listen {p['listen']} upstream {p['upstream']}",
+                                lambda p=p: self._toxiproxy().populate([p])))
+        return out
+
+    def _pause_actions(self, name: str, pause: bool = True) -> list[Action]:
+        c = TOPOLOGY[self.node(name).name].container
+        verb = "pause" if pause else "unpause"
+        return [(f"docker {verb} {c}", lambda: getattr(self._container(name), verb)())]
+
+    def _kill_actions(self, name: str) -> list[Action]:
+        c = TOPOLOGY[self.node(name).name].container
+        return [(f"docker kill --signal SIGKILL {c}", lambda: self._container(name).kill("SIGKILL"))]
+
+    def _restart_actions(self, name: str) -> list[Action]:
+        node = self.node(name)
+        c = TOPOLOGY[node.name].container
+        return [(f"docker start {c}", lambda: self._container(name).start()),
+                (f"wait until {node.name} answers on {node.endpoint}", lambda: self._wait_ready(node))]
+
+    def _clock_actions(self, name: str, offset_s: float, rate: float = 1.0) -> list[Action]:
+        node = self.node(name)
+        if not node.clock_file:
+            raise BadArgument(f"{name} does not run under libfaketime in the compose cluster (only valkey nodes, and only "
+                              f"with a clock nemesis), so its clock cannot be moved")
+        spec = f"{offset_s:+.3f}" if rate == 1.0 else f"{offset_s:+.3f} x{rate:g}"
+        script = f"printf '%s\\n' '{spec}' > {CLOCK_FILE}.tmp && mv -f {CLOCK_FILE}.tmp {CLOCK_FILE}"
+        c = TOPOLOGY[node.name].container
+        return [(f"docker exec {c} sh -c \"{script}\"", lambda: self._exec(name, script))]
+
+    def _links(self, a: str, b: str) -> list[str]:
+        """Proxies that carry traffic between hosts a and b (servers or clients c<i>), both ways."""
+        if a.startswith("c") and b in self._nodes:
+            return [f"{a}>{b}"]
+        if b.startswith("c") and a in self._nodes:
+            return [f"{b}>{a}"]
+        sa, sb = TOPOLOGY.get(a), TOPOLOGY.get(b)
+        if not (sa and sb and sa.peer_net and sb.peer_net):
+            return []  # valkey servers never talk to each other: nothing to cut
+        suffixes = (":quorum", ":election") if sa.kind == "zookeeper" else ("",)
+        return [f"{x}>{y}{sfx}" for x, y in ((a, b), (b, a)) for sfx in suffixes]
+
+    def _partition_actions(self, grudge: Mapping[str, Iterable[str]]) -> list[Action]:
+        out: list[Action] = []
+        seen: set[frozenset] = set()
+        for a, hated in sorted(grudge.items()):
+            for b in sorted(hated):
+                pair = frozenset((a, b))
+                if pair in seen:
+                    continue
+                seen.add(pair)
+                links = self._links(a, b)
+                if not links:
+                    out.append((f"nothing to cut between {a} and {b}: valkey servers do not talk to each other", lambda: None))
+                for name in links:
+                    out.append((f"toxiproxy: add timeout toxic (timeout=0) on both streams of proxy {name}",
+                                lambda name=name: self._cut(name)))
+        return out
+
+    def _heal_actions(self) -> list[Action]:
+        from toxiproxy.api import APIConsumer
+
+        def reset() -> None:
+            self._toxiproxy()
+            APIConsumer.post("/reset")
+
+        return [("toxiproxy: POST /reset (enable every proxy, remove every toxic)", reset)]
+
+    def _cut(self, proxy: str) -> None:
+        p = self._toxiproxy().get_proxy(proxy)
+        if p is None:
+            raise NemesisError(f"toxiproxy has no proxy {proxy}; was the cluster brought up by this provider?")
+        for stream in ("upstream", "downstream"):
+            p.add_toxic(type="timeout", stream=stream, name=f"cut-{stream}", attributes={"timeout": 0})
+
+    def _exec(self, name: str, script: str) -> None:
+        r = self._container(name).exec_run(["sh", "-c", script])
+        if r.exit_code != 0:
+            raise NemesisError(f"`{script}` failed in {name}: {r.output.decode(errors='replace').strip()[:200]}")
+
+    def _wait_ready(self, node: Node, timeout: float = 60.0) -> None:
+        kind = self._kind(node.kind)
+        deadline = time.monotonic() + timeout
+        while not kind.node_ready(node):
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{node.name} did not answer within {timeout:.0f}s after start; see `docker logs "
+                                   f"{TOPOLOGY[node.name].container}`")
+            time.sleep(0.2)
+
+    def _kind(self, kind: str):
+        if kind not in self._kinds:
+            from harness.runner import server_kind
+
+            self._kinds[kind] = server_kind(kind, type("Spec", (), {"options": {}})())
+        return self._kinds[kind]
+
+    def plan(self, op: Any) -> list[str]:
+        """What the cluster would do for a nemesis op ((f, value) or an Op), without doing it."""
+        f, value = (op.f, op.value) if hasattr(op, "f") else op
+        if isinstance(value, list) and "@leader" in value:
+            return [f"{f} the leader, looked up with the {self.kind} probes when the op runs"]
+        names = lambda v: list(v) if v else [s.name for s in self.servers]  # noqa: E731  (None: every lock node)
+        table: dict[str, Callable[[], list[Action]]] = {
+            "pause": lambda: [a for n in names(value) for a in self._pause_actions(n)],
+            "resume": lambda: [a for n in names(value) for a in self._pause_actions(n, pause=False)],
+            "kill": lambda: [a for n in names(value) for a in self._kill_actions(n)],
+            "restart": lambda: [a for n in names(value) for a in self._restart_actions(n)],
+            "clock-bump": lambda: [a for n, off in dict(value).items() for a in self._clock_actions(n, float(off))],
+            "clock-reset": lambda: [a for n in names(value) for a in self._clock_actions(n, 0.0)],
+            "partition": lambda: self._partition_actions((value or {}).get("grudge", value or {})),
+            "partition-client": lambda: self._partition_actions(
+                {value["client"]: value["servers"]} if isinstance(value, dict) and "client" in value else value),
+            "heal": self._heal_actions, "heal-client": self._heal_actions,
+        }
+        if f not in table:
+            raise BadArgument(f"the compose provider has no plan for {f!r}; known ops: {', '.join(table)}")
+        return [text for text, _ in table[f]()]
+
+    # -- ProcessControl / ClockControl / NetworkControl ---------------------------------------------
+    @staticmethod
+    def _do(actions: list[Action]) -> None:
+        for _, do in actions:
+            do()
+
+    def pids(self, name: str) -> list[int]:
+        state = self._container(name).attrs.get("State", {})
+        return [state["Pid"]] if state.get("Running") and state.get("Pid") else []
+
+    def pause(self, name: str) -> None:
+        self._do(self._pause_actions(name))
+
+    def resume(self, name: str) -> None:
+        self._do(self._pause_actions(name, pause=False))
+
+    def kill(self, name: str) -> None:
+        self._do(self._kill_actions(name))
+
+    def restart(self, name: str, *, wipe: bool = False) -> None:
+        if wipe and self.node(name).kind != "valkey":
+            raise BadArgument("the compose provider keeps a killed node's data; restarting with an empty data dir "
+                              "needs the local provider")
+        self._do(self._restart_actions(name))  # valkey runs without persistence: it comes back empty anyway
+
+    def set_clock(self, name: str, offset_s: float, rate: float = 1.0) -> None:
+        self._do(self._clock_actions(name, offset_s, rate))
+
+    def read_clock_offset(self, name: str) -> float:
+        node = self.node(name)
+        before = time.time()
+        server = self._kind(node.kind).read_clock(node)
+        return server - (before + time.time()) / 2
+
+    def partition(self, grudge: Mapping[str, Iterable[str]]) -> None:
+        self._do(self._partition_actions(grudge))
+
+    def heal(self) -> None:
+        self._do(self._heal_actions())
+
+
+def make_compose_cluster(spec: Any, run_id: str, log_dir: Path, nemeses: Sequence[Any] = ()) -> ComposeCluster:
+    """The compose counterpart of runner.make_cluster: the backend's lock servers plus the store."""
+    from harness import plugins
+
+    kind, count = plugins.backend_class(spec.backend).servers
+    fake = any(getattr(n, "needs_fake_clock", False) for n in nemeses)
+    return ComposeCluster(run_id, kind, count, clients=spec.concurrency, log_dir=log_dir, fake_clock=fake)
+
+
+if __name__ == "__main__":
+    print(render(), end="")

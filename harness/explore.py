@@ -1,0 +1,77 @@
+"""`chaos explore`: bisect the smallest fault that breaks mutual exclusion.
+
+For `--fault pause-holder` the varied quantity is the pause length, for `--fault
+clock-skew` the size of the clock jump; both are expressed as a multiple of the TTL.
+Each probe is a real run with a fixed seed; a probe "breaks" when the mutex checker
+finds at least one overlap. Faults are random in where they land, so a single seed can
+miss a break that exists: the boundary reported is an upper bound for that seed, and
+`--seeds` probes each point with several seeds (any break counts).
+"""
+
+from __future__ import annotations
+
+import click
+
+from harness.errors import BadArgument
+
+FAULTS = {"pause-holder": "pause_multiple", "clock-skew": "clock_jump"}
+
+
+def probe(backend: str, fault: str, x: float, seeds: int, time_limit: float, store: str, ttl_ms: int) -> tuple[bool, int]:
+    from harness.runner import run
+    from harness.spec import TestSpec
+
+    total = 0
+    for seed in range(1, seeds + 1):
+        options = {"pause_multiple": str(x)} if fault == "pause-holder" else {"clock_jump_jitter": "0"}
+        spec = TestSpec(backend=backend, nemesis=(fault,), seed=seed, time_limit=time_limit, store=store,
+                        ttl_ms=ttl_ms, options=options,
+                        clock_jump_s=x * ttl_ms / 1000 if fault == "clock-skew" else None,
+                        command=f"chaos explore --backend {backend} --fault {fault}")
+        v = run(spec, progress=False).summary.get("violations") or 0
+        total += v
+        if v:
+            return True, total
+    return False, total
+
+
+@click.command()
+@click.option("--backend", "-b", required=True)
+@click.option("--fault", type=click.Choice(sorted(FAULTS)), default="pause-holder", show_default=True)
+@click.option("--vary", type=click.Choice(["duration"]), default="duration", show_default=True,
+              help="what is varied: the pause length or the jump size")
+@click.option("--lo", type=float, default=0.25, show_default=True, help="smallest multiple of the TTL")
+@click.option("--hi", type=float, default=4.0, show_default=True, help="largest multiple of the TTL")
+@click.option("--steps", type=int, default=5, show_default=True, help="bisection steps after the two ends")
+@click.option("--seeds", type=int, default=1, show_default=True, help="seeds per probe (any break counts)")
+@click.option("--ttl", "ttl_ms", type=int, default=2000, show_default=True)
+@click.option("--time-limit", type=float, default=15.0, show_default=True, help="seconds per probe")
+@click.option("--store", default="store", show_default=True)
+def explore(backend, fault, vary, lo, hi, steps, seeds, ttl_ms, time_limit, store):
+    """Bisect the smallest fault, relative to the TTL, that breaks mutual exclusion."""
+    from harness import plugins
+
+    plugins.backend_class(backend)
+    if not 0 < lo < hi:
+        raise BadArgument(f"--lo ({lo}) must be positive and below --hi ({hi})")
+    seen: dict[float, bool] = {}
+
+    def breaks(x: float) -> bool:
+        b, v = probe(backend, fault, x, seeds, time_limit, store, ttl_ms)
+        seen[x] = b
+        print(f"  {fault} {x:.3f} x TTL ({x * ttl_ms / 1000:.2f} s): {'BREAKS' if b else 'holds'} ({v} violations)")
+        return b
+
+    print(f"explore {backend} under {fault}, {lo}..{hi} x TTL ({ttl_ms} ms)")
+    if not breaks(hi):
+        print(f"no break even at {hi} x TTL: mutual exclusion held at every probe")
+        return 0
+    if breaks(lo):
+        print(f"breaks already at {lo} x TTL: the boundary is at or below it")
+        return 0
+    for _ in range(steps):
+        mid = round((lo + hi) / 2, 4)
+        lo, hi = (lo, mid) if breaks(mid) else (mid, hi)
+    print(f"boundary: mutual exclusion breaks from about {hi:.3f} x TTL ({hi * ttl_ms / 1000:.2f} s); "
+          f"it held at {lo:.3f} x TTL")
+    return 0
