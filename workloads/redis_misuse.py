@@ -23,6 +23,7 @@ raises as well (`info`), leaving the same immortal key: that is the real-world v
 Neither has fencing: token None. (An INCR token could be bolted on, but these designs
 exist to show the failures fencing-free code meets; fencing would hide the first bug.)
 
+A refused connection (nothing sent) is polled on like a taken lock, as in `redis`.
 Must not: be "fixed". Options: node_timeout_ms (100), retry_delay_ms (50),
 crash_between (0.0; redis-setnx-expire only).
 """
@@ -39,6 +40,7 @@ from harness.cluster.base import Node
 from harness.errors import NotAcquired
 from workloads.base import Clock, Lease, option, unique_value
 from workloads.redis_common import RELEASE, connect
+from workloads.redis_single import never_sent
 
 CONSTANT = "locked"  # the articles' anti-pattern: every holder uses the same value
 
@@ -77,12 +79,18 @@ class _Polling:
         polls = 0
         while True:
             polls += 1
-            lease = self._try(key, ttl_ms)
+            try:
+                lease, last_error = self._try(key, ttl_ms), None
+            except redis.ConnectionError as e:
+                if not never_sent(e):
+                    raise
+                lease, last_error = None, e  # the node is down: poll on, as for a taken lock
             if lease is not None:
                 return lease
             pause = self.rng.uniform(0, self.retry_delay)
             if time.monotonic() + pause > deadline:
-                raise NotAcquired(f"held by another client after {polls} poll(s)")
+                why = f"node unreachable ({last_error})" if last_error else "held by another client"
+                raise NotAcquired(f"{why} after {polls} poll(s)")
             time.sleep(pause)
 
     def renew(self, lease: Lease) -> Lease:

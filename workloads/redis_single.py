@@ -31,8 +31,11 @@ and a paused (SIGSTOPped, GC'd) holder stops renewing without knowing it, so
 below the TTL, so under the current worker a hold never relies on an extension.)
 
 Must not: retry inside a command (connect() builds clients without retries), turn an
-error into NotAcquired (a timed-out script may have set the key: that is `info`), or
-swallow a failed renewal (it is surfaced through still_held and LockLost).
+ambiguous error into NotAcquired (a timed-out script may have set the key: that is
+`info`), or swallow a failed renewal (it is surfaced through still_held and LockLost).
+A refused connection is not ambiguous (nothing was sent): the acquire polls on until its
+timeout as if the lock were taken, and then fails; a client hammering a dead node in a
+tight loop of instant errors is no use to anyone.
 
 Options: node_timeout_ms (100; socket and connect timeout), retry_delay_ms (50; upper
 bound of the jittered pause between polls), drift_factor (0.01), watchdog (false),
@@ -41,6 +44,7 @@ watchdog_interval_ms (ttl/3).
 
 from __future__ import annotations
 
+import errno
 import random
 import threading
 import time
@@ -73,6 +77,19 @@ def boolean(v: Any) -> bool:
     if s in ("0", "false", "no", "off", ""):
         return False
     raise ValueError(v)
+
+
+def never_sent(e: BaseException) -> bool:
+    """True when redis-py could not even connect, so the command never reached the server.
+
+    redis-py raises ConnectionError from inside the OSError of its connect(); refused and
+    unreachable only happen there. A connect *timeout* is not counted: it looks like a read
+    timeout (both come from socket.timeout), and a read timeout is ambiguous.
+    """
+    ctx = e.__context__
+    return isinstance(e, redis.ConnectionError) and (
+        isinstance(ctx, ConnectionRefusedError)
+        or (isinstance(ctx, OSError) and ctx.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH)))
 
 
 @dataclass(slots=True)
@@ -119,8 +136,14 @@ class RedisSingleClient:
         while True:
             value = unique_value()
             start = time.monotonic_ns()
-            token = self.conn.eval(ACQUIRE, 2, key, f"{key}:fence", value, int(ttl_ms))
             polls += 1
+            last_error = None
+            try:
+                token = self.conn.eval(ACQUIRE, 2, key, f"{key}:fence", value, int(ttl_ms))
+            except redis.ConnectionError as e:
+                if not never_sent(e):
+                    raise
+                token, last_error = None, e  # the node is down: poll on, as for a taken lock
             if token is not None:
                 lease = Lease(key=key, value=value, token=int(token), acquired_ns=time.monotonic_ns(),
                               valid_until_ns=self._valid_from(start, ttl_ms),
@@ -129,7 +152,8 @@ class RedisSingleClient:
                 return lease
             pause = self.rng.uniform(0, self.retry_delay)
             if time.monotonic() + pause > deadline:
-                raise NotAcquired(f"held by another client after {polls} poll(s)")
+                why = f"node unreachable ({last_error})" if last_error else "held by another client"
+                raise NotAcquired(f"{why} after {polls} poll(s)")
             time.sleep(pause)
 
     # -- the watchdog -----------------------------------------------------------------------

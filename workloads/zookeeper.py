@@ -12,7 +12,9 @@ Ambiguity. A create, delete or get that times out or loses its connection may st
 applied. The unique `<value>` in the node name lets us find such a node later: it is
 remembered as an orphan and deleted before the next acquire (or dies with the session).
 The op itself is reported as `info`, never as NotAcquired. A node that vanished while we
-queued (our session expired) is a certain `fail`. Every kazoo call is bounded by
+queued, or a SessionExpiredError, is a certain `fail`: an ephemeral node does not outlive
+its session. Without a live session an acquire waits for one until its timeout (kazoo
+reconnects in the background) instead of failing at once in a loop. Every kazoo call is bounded by
 `op_timeout_ms` (kazoo's sync calls otherwise wait for a reconnect without limit), not by
 what is left of the acquire timeout: an acquire may overrun its timeout by one call
 rather than turn an answer that was merely late into an ambiguous `info`.
@@ -81,6 +83,7 @@ class _Session:
 
         self.holds: dict[str, _Hold] = {}
         self.waiters: set[threading.Event] = set()
+        self.connected = threading.Event()
         self.zk: Any = None
         self.session_ms = option(opts, "session_timeout_ms", 3000.0)
         lo, hi = 2 * TICK_MS, 60 * TICK_MS
@@ -102,11 +105,16 @@ class _Session:
             command_retry=dict(max_tries=1, delay=0.0, backoff=1, max_jitter=0.0))
         self.zk.add_listener(self._on_state)
         self.zk.start(timeout=self.connect_timeout)
+        if self.zk.connected:
+            self.connected.set()
 
     def _on_state(self, state) -> None:
         from kazoo.client import KazooState
 
+        if state == KazooState.CONNECTED:
+            self.connected.set()
         if state in (KazooState.SUSPENDED, KazooState.LOST):
+            self.connected.clear()
             for h in list(self.holds.values()):
                 if h.lost is None:
                     h.lost = f"session {state.lower()}"
@@ -126,6 +134,15 @@ class _Session:
     def still_held(self, lease: Lease) -> bool:
         h = self.holds.get(lease.value)
         return h is not None and h.lost is None
+
+    def wait_connected(self, deadline: float) -> None:
+        """Wait, within the acquire timeout, for a live session; NotAcquired if none comes.
+
+        Calls while the session is expired fail at once without reaching a server, and a
+        worker retrying those would spin; waiting for the reconnection is what a client does.
+        """
+        if not self.connected.wait(max(0.0, deadline - time.monotonic())):
+            raise NotAcquired(f"no live ZooKeeper session (kazoo state {self.zk.state})")
 
     def close(self) -> None:
         if self.zk is not None:
@@ -165,8 +182,11 @@ class ZooKeeperClient:
                 pass  # the next acquire tries again; the session's end removes it anyway
 
     def acquire(self, key: str, ttl_ms: int, timeout_s: float) -> Lease:
+        from kazoo.exceptions import SessionExpiredError
+
         zk = self.s.zk
         deadline = time.monotonic() + timeout_s
+        self.s.wait_connected(deadline)
         if self.orphans:
             self._cleanup()
         value = unique_value()
@@ -175,6 +195,8 @@ class ZooKeeperClient:
         try:
             path, stat = self.s.call(zk.create_async(f"{parent}/{prefix}", b"", ephemeral=True, sequence=True,
                                                      makepath=True, include_data=True))
+        except SessionExpiredError:
+            raise NotAcquired("the session expired: an ephemeral node of it cannot exist") from None
         except Exception:
             self.orphans.add((parent, prefix))
             raise
@@ -209,6 +231,9 @@ class ZooKeeperClient:
         except NotAcquired:
             self.s.holds.pop(value, None)
             raise
+        except SessionExpiredError:
+            self.s.holds.pop(value, None)
+            raise NotAcquired("the session expired while we queued: our node went with it") from None
         except BaseException:
             self.s.holds.pop(value, None)
             self.orphans.add((parent, prefix))
