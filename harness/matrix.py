@@ -74,6 +74,9 @@ def _line_of(text: str, table: tuple[str, ...], key: str | None = None) -> int |
                 return i
         elif key is not None and current == table and re.match(rf"[\"']?{re.escape(key)}[\"']?\s*=", line):
             return i
+        elif table and current == table[:-1] and re.match(  # a dotted key: [redis] then pause.fenced = ...
+                rf"[\"']?{re.escape(table[-1])}[\"']?\s*\.\s*{re.escape(key or '')}", line):
+            return i
     return None
 
 

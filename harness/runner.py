@@ -66,7 +66,7 @@ def make_cluster(spec: TestSpec, run_id: str, log_dir: Path, nemeses: list) -> L
 class Workers:
     """The client processes: start, pids, stop (resuming paused ones first)."""
 
-    def __init__(self, spec: TestSpec, cluster: LocalCluster):
+    def __init__(self, spec: TestSpec, cluster: LocalCluster, log_dir: Path | None = None):
         self.ctx = mp.get_context("spawn")
         self.queue = self.ctx.Queue()
         self.stop_event = self.ctx.Event()
@@ -78,7 +78,7 @@ class Workers:
         store_node = next(n for n in cluster.nodes if n.role == "store")
         for i in range(spec.concurrency):
             args = WorkerArgs(index=i, spec=spec, nodes=lock_nodes, store=store_node, netns=cluster.client_netns[i],
-                              clocks=self.clocks)
+                              clocks=self.clocks, log_path=str(log_dir / f"worker-c{i + 1}.log") if log_dir else None)
             self.procs.append(self.ctx.Process(target=worker_main, args=(args, self.queue, self.stop_event, self.go),
                                                name=f"chaos-worker-{i}", daemon=True))
 
@@ -215,7 +215,7 @@ def run(spec: TestSpec, *, progress: bool = True) -> RunOutcome:
         cluster.up()
         started = True
         timings["cluster_up_s"] = round(time.monotonic() - t, 3)
-        workers = Workers(spec, cluster)
+        workers = Workers(spec, cluster, run_dir / "nodes")
         nemesis.setup(NemesisContext(spec=spec, cluster=cluster, workers=workers))
         fault_phase = spec.time_limit - spec.recovery
         schedule = FaultSchedule(nemesis, spec.seed, fault_phase, spec.nemesis_interval)

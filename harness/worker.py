@@ -14,6 +14,7 @@ still hold a lock nobody will ever release, and the checkers must see that.
 
 from __future__ import annotations
 
+import logging
 import random
 import signal
 import time
@@ -35,6 +36,7 @@ class WorkerArgs:
     store: Any  # Node of the resource server
     netns: str | None = None
     clocks: Any = None  # shared array of wall-clock offsets, one per worker (in-process skew)
+    log_path: str | None = None  # where the client libraries' own logging goes
 
 
 class Recorder:
@@ -52,6 +54,10 @@ def worker_main(args: WorkerArgs, queue, stop, go) -> None:
     """Entry point of a worker process. Says READY once its client is open, starts when
     `go` is set (so every worker starts together), returns when `stop` is set."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner owns Ctrl-C and stops us
+    if args.log_path:
+        # Client libraries (kazoo, pottery, grpc) log to stderr; keep that in the run dir.
+        logging.basicConfig(filename=args.log_path, level=logging.INFO,
+                            format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if args.netns:
         from harness.cluster.netns import enter_netns
 
@@ -90,13 +96,16 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random) -> bool:
 
     key = spec.key
     rec("invoke", "acquire", key=key)
+    started = time.monotonic()
     try:
         lease = client.acquire(key, spec.ttl_ms, spec.acquire_timeout)
     except NotAcquired as e:
         rec("fail", "acquire", key=key, error=str(e)[:300])
+        _backoff(started, rng)
         return True
     except Exception as e:
         rec("info", "acquire", key=key, error=_err(e))
+        _backoff(started, rng)
         return False
     rec("ok", "acquire", key=key, value=lease.value, token=lease.token)
     token = lease.token
@@ -130,6 +139,13 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random) -> bool:
             release(client, lease, rec)
             return False
     return release(client, lease, rec)
+
+
+def _backoff(started: float, rng: random.Random) -> None:
+    """After an acquire that failed at once (a refused connection, a library that does not
+    wait), pause a little, so a dead server costs a few ops, not a hot loop of them."""
+    if time.monotonic() - started < 0.01:
+        time.sleep(rng.uniform(0.02, 0.1))
 
 
 def still_held(client, lease) -> bool:
