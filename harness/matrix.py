@@ -402,8 +402,9 @@ def report(cells: list[dict], skipped: list[dict], *, as_json: bool, junit: str 
     human = sys.stderr if as_json else sys.stdout
     print(table(cells, skipped), file=human)
     bad = [c for c in cells if not c["matched"]]
-    for s in skipped:
-        print(f"note: skipped {s['backend']} with fencing on under {s['nemesis']}: {s['reason']}", file=human)
+    if skipped:
+        names = ", ".join(dict.fromkeys(s["backend"] for s in skipped))
+        print(f"note: {len(skipped)} fenced cells skipped: {names} hand out no fencing tokens (has_fencing is False)", file=human)
     for c in bad:
         print(f"MISMATCH {c['backend']} {c['nemesis']} fencing {'on' if c['fencing'] else 'off'}: expected "
               f"{c['expected']}, observed {c['observed']}"

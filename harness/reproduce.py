@@ -134,12 +134,14 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              spec={"backend": "redis-setnx-expire", "nemesis": (), "options": {"crash_between": "0.3"}},
              variants={"nofence": (NOFENCE, Expect(verdict="unsafe", says="after the crash the lock is never free again",
                                                    holds=stuck_after_crash))}),
-    Scenario(name="etcd-partition-minority", doc="etcd; the holder is cut off from a majority of the members",
-             spec={"backend": "etcd", "nemesis": ("partition-client",), "options": {"cut_servers": "2"}},
+    Scenario(name="etcd-partition-minority", doc="etcd; the holder and one member are cut off from the majority",
+             spec={"backend": "etcd", "nemesis": ("partition-client",), "nemesis_interval": 6.0,
+                   "options": {"cut_servers": "2", "island": "true"}},
              variants={"nofence": (NOFENCE, Expect(verdict="safe", says="the cut client acquires nothing, others do, "
                                                    "never two holders", holds=minority_blocked))}),
-    Scenario(name="zk-partition-minority", doc="ZooKeeper; the holder is cut off from a majority of the servers",
-             spec={"backend": "zookeeper", "nemesis": ("partition-client",), "options": {"cut_servers": "2"}},
+    Scenario(name="zk-partition-minority", doc="ZooKeeper; the holder and one server are cut off from the majority",
+             spec={"backend": "zookeeper", "nemesis": ("partition-client",), "nemesis_interval": 6.0,
+                   "options": {"cut_servers": "2", "island": "true", "session_timeout_ms": "2000"}},
              variants={"nofence": (NOFENCE, Expect(verdict="safe", says="the cut client acquires nothing, others do, "
                                                    "never two holders", holds=minority_blocked))}),
 ]}

@@ -5,7 +5,9 @@ one of: one, halves, random-halves, majorities-ring, bridge) over the lock nodes
 it, and checks one cut pair really cannot connect before it reports ok. `heal` removes
 exactly the rules it added. `partition-client`: cut one client worker (by default the
 current lock holder) from `cut_servers` of the servers (default a majority), the
-articles' "partitioned holder" scenario.
+articles' "partitioned holder" scenario. With `--option island=true` the servers the
+client can still reach are cut from the others too: the client and a server minority
+form an island, so the client's side of the partition is a true minority.
 """
 
 from __future__ import annotations
@@ -128,6 +130,7 @@ class PartitionClient(_Net):
         if not 1 <= self.k <= len(self.names):
             raise BadArgument(f"cut_servers must be between 1 and {len(self.names)}, not {self.k}")
         self.holder: int | None = None
+        self.island = str(ctx.spec.options.get("island", "false")).lower() in ("1", "true", "yes")
 
     def on_event(self, ctx, event: Op) -> list:
         if event.f == "acquire" and event.type == "ok" and isinstance(event.process, int):
@@ -151,11 +154,17 @@ class PartitionClient(_Net):
         n = self.ctx.spec.concurrency
         worker = self.holder % n if self.holder is not None else op.value["fallback"]
         client = f"c{worker + 1}"
-        grudge = {client: set(op.value["servers"])}
-        for s in op.value["servers"]:
-            grudge[s] = {client}
+        cut = set(op.value["servers"])
+        kept = [s for s in self.names if s not in cut]
+        grudge: dict[str, set[str]] = {client: set(cut)}
+        for s in cut:
+            grudge[s] = {client} | (set(kept) if self.island else set())
+        if self.island:
+            for s in kept:
+                grudge[s] = set(cut)
         self.cluster.partition(grudge)
         self.active = True
         err = self._probe_cut(grudge)
-        value = dict(op.value, client=client, worker=worker, holder=self.holder)
+        value = dict(op.value, client=client, worker=worker, holder=self.holder,
+                     island=sorted([client, *kept]) if self.island else None)
         return complete(op, "info" if err else "ok", value=value, error=err)

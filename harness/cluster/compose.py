@@ -423,6 +423,8 @@ class ComposeCluster:
             raise NemesisError(f"toxiproxy has no proxy {proxy}; was the cluster brought up by this provider?")
         for stream in ("upstream", "downstream"):
             p.add_toxic(type="timeout", stream=stream, name=f"cut-{stream}", attributes={"timeout": 0})
+        if not {"cut-upstream", "cut-downstream"} <= set(p.toxics()):  # read back: the cut is in place
+            raise NemesisError(f"toxiproxy did not keep the cut on {proxy}")
 
     def _exec(self, name: str, script: str) -> None:
         r = self._container(name).exec_run(["sh", "-c", script])
@@ -491,6 +493,11 @@ class ComposeCluster:
             raise BadArgument("the compose provider keeps a killed node's data; restarting with an empty data dir "
                               "needs the local provider")
         self._do(self._restart_actions(name))  # valkey runs without persistence: it comes back empty anyway
+
+    def clock_method(self, name: str) -> str | None:
+        """As LocalCluster.clock_method: "faketime" for valkey nodes run with a clock nemesis, else
+        None (no vDSO patch here: ptrace into containers is not attempted)."""
+        return "faketime" if self.node(name).clock_file else None
 
     def set_clock(self, name: str, offset_s: float, rate: float = 1.0) -> None:
         self._do(self._clock_actions(name, offset_s, rate))
