@@ -82,6 +82,18 @@ def unique_value() -> str:
     return uuid.uuid4().hex
 
 
+def boolean(v: Any) -> bool:
+    """An option that is a flag: true/false, 1/0, yes/no, on/off (or a real bool)."""
+    if isinstance(v, bool):
+        return v
+    s = str(v).strip().lower()
+    if s in ("1", "true", "yes", "on"):
+        return True
+    if s in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(v)
+
+
 def option(options: Mapping[str, Any], name: str, default: Any, cast=float) -> Any:
     """Read one backend option, cast it, and name it in the error if it does not parse."""
     from harness.errors import BadArgument

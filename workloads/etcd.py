@@ -54,15 +54,14 @@ from __future__ import annotations
 import math
 import os
 import queue
-import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from harness.cluster.base import Node
 from harness.errors import LockLost, NotAcquired
-from workloads.base import Clock, Lease, option, unique_value
-from workloads.redis_single import boolean
+from workloads.base import Clock, Lease, boolean, option, unique_value
+from workloads.renewal import Renewals
 
 
 def lease_seconds(ttl_ms: int) -> int:
@@ -105,14 +104,6 @@ def _revoke(client, lease_id: int) -> str | None:
         return f"{type(e).__name__}: {e}"
 
 
-@dataclass(slots=True)
-class _Hold:
-    valid_until_ns: int
-    lost: str | None = None
-    stop: threading.Event = field(default_factory=threading.Event)
-    thread: threading.Thread | None = None
-
-
 class EtcdClient:
     name = "etcd"
     has_fencing = True
@@ -128,7 +119,8 @@ class EtcdClient:
         self.watch_recheck = option(o, "watch_recheck_ms", 1000.0) / 1000
         self.clock = clock or Clock()
         self.client: Any = None
-        self.holds: dict[str, _Hold] = {}
+        self.renewals = Renewals(what="keepalives", gone="keepalive answered TTL 0: the lease expired",
+                                 join_timeout=self.op_timeout + 0.1)
 
     def open(self, nodes: Sequence[Node]) -> None:
         self.client = make_client(nodes, self.op_timeout, self.endpoint_retry_s)
@@ -220,52 +212,23 @@ class EtcdClient:
 
     # -- keepalive ---------------------------------------------------------------------------
     def _hold(self, lease: Lease, ttl_ms: int, granted_s: int) -> None:
-        h = _Hold(valid_until_ns=lease.valid_until_ns)
-        self.holds[lease.value] = h
-        if self.keepalive:
-            interval = (self.keepalive_interval_ms or ttl_ms / 3) / 1000
-            h.thread = threading.Thread(target=self._keepalive, args=(lease, ttl_ms, granted_s, interval, h),
-                                        name=f"keepalive-{lease.value[:8]}", daemon=True)
-            h.thread.start()
-
-    def _keepalive(self, lease: Lease, ttl_ms: int, granted_s: int, interval: float, h: _Hold) -> None:
-        while not h.stop.wait(interval):
+        def refresh() -> int | None:
             start = time.monotonic_ns()
-            try:
-                ttl = self._refresh(lease.meta["lease_id"])
-            except Exception as e:
-                if time.monotonic_ns() >= h.valid_until_ns:
-                    h.lost = f"keepalives failed until the lease expired: {type(e).__name__}: {e}"
-                    return
-                continue
-            if h.stop.is_set():
-                return
-            if ttl <= 0:
-                h.lost = "keepalive answered TTL 0: the lease expired"
-                return
-            h.valid_until_ns = self._valid(start, ttl_ms, granted_s)
+            return self._valid(start, ttl_ms, granted_s) if self._refresh(lease.meta["lease_id"]) > 0 else None
+
+        interval = (self.keepalive_interval_ms or ttl_ms / 3) / 1000 if self.keepalive else None
+        self.renewals.hold(lease, interval, refresh)
 
     def still_held(self, lease: Lease) -> bool:
-        h = self.holds.get(lease.value)
-        if h is None:
-            return time.monotonic_ns() < lease.valid_until_ns
-        return h.lost is None and time.monotonic_ns() < h.valid_until_ns
+        return self.renewals.still_held(lease)
 
     def current(self, lease: Lease) -> Lease:
-        h = self.holds.get(lease.value)
-        return lease if h is None else replace(lease, valid_until_ns=h.valid_until_ns)
-
-    def _unhold(self, lease: Lease) -> None:
-        h = self.holds.pop(lease.value, None)
-        if h is not None:
-            h.stop.set()
-            if h.thread is not None:
-                h.thread.join(self.op_timeout + 0.1)
+        return self.renewals.current(lease)
 
     # -- release and renew ------------------------------------------------------------------
     def release(self, lease: Lease) -> bool:
         c = self.client
-        self._unhold(lease)
+        self.renewals.unhold(lease)
         try:
             ok, _ = c.transaction(compare=[c.transactions.value(lease.key) == lease.value],
                                   success=[c.transactions.delete(lease.key)], failure=[])
@@ -276,21 +239,12 @@ class EtcdClient:
     def renew(self, lease: Lease) -> Lease:
         start = time.monotonic_ns()
         if self._refresh(lease.meta["lease_id"]) <= 0:
-            h = self.holds.get(lease.value)
-            if h is not None:
-                h.lost = "keepalive answered TTL 0: the lease expired"
+            self.renewals.mark_lost(lease)
             raise LockLost(f"lease {lease.meta['lease_id']} of {lease.key} has expired")
-        valid = self._valid(start, lease.meta["ttl_ms"], lease.meta["granted_s"])
-        h = self.holds.get(lease.value)
-        if h is not None:
-            h.valid_until_ns = max(h.valid_until_ns, valid)
-        return replace(lease, valid_until_ns=valid)
+        return self.renewals.extend(lease, self._valid(start, lease.meta["ttl_ms"], lease.meta["granted_s"]))
 
     def close(self) -> None:
-        for value in list(self.holds):
-            h = self.holds.pop(value, None)
-            if h is not None:
-                h.stop.set()
+        self.renewals.close()
         if self.client is not None:
             self.client.close()
 

@@ -52,8 +52,7 @@ import redis
 
 from harness.cluster.base import Node
 from harness.errors import LockLost, NotAcquired
-from workloads.base import Clock, Lease, option
-from workloads.redis_single import boolean
+from workloads.base import Clock, Lease, boolean, option
 
 
 class _SetTimed(redis.Redis):

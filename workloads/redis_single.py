@@ -46,17 +46,16 @@ from __future__ import annotations
 
 import errno
 import random
-import threading
 import time
-from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import redis
 
 from harness.cluster.base import Node
 from harness.errors import LockLost, NotAcquired
-from workloads.base import Clock, Lease, option, unique_value
+from workloads.base import Clock, Lease, boolean, option, unique_value
 from workloads.redis_common import RELEASE, RENEW, connect
+from workloads.renewal import Renewals
 
 # Take the lock and, only then, a fencing token, in one atomic step. Returns the token or nil.
 ACQUIRE = """
@@ -65,18 +64,6 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 end
 return false
 """
-
-
-def boolean(v: Any) -> bool:
-    """An option that is a flag: true/false, 1/0, yes/no, on/off (or a real bool)."""
-    if isinstance(v, bool):
-        return v
-    s = str(v).strip().lower()
-    if s in ("1", "true", "yes", "on"):
-        return True
-    if s in ("0", "false", "no", "off", ""):
-        return False
-    raise ValueError(v)
 
 
 def never_sent(e: BaseException) -> bool:
@@ -90,16 +77,6 @@ def never_sent(e: BaseException) -> bool:
     return isinstance(e, redis.ConnectionError) and (
         isinstance(ctx, ConnectionRefusedError)
         or (isinstance(ctx, OSError) and ctx.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH)))
-
-
-@dataclass(slots=True)
-class _Hold:
-    """What the client believes about one lease it holds (mutable, watchdog-updated)."""
-
-    valid_until_ns: int
-    lost: str | None = None  # why the lease is known lost, or None
-    stop: threading.Event = field(default_factory=threading.Event)
-    thread: threading.Thread | None = None
 
 
 class RedisSingleClient:
@@ -117,8 +94,8 @@ class RedisSingleClient:
         self.clock = clock or Clock()
         self.rng = random.Random()
         self.conn: redis.Redis | None = None
-        self.holds: dict[str, _Hold] = {}
-        self.mu = threading.Lock()
+        self.renewals = Renewals(what="renewals", gone="renewal found the key gone or owned by another client",
+                                 join_timeout=self.node_timeout * 2 + 0.1)
 
     def open(self, nodes: Sequence[Node]) -> None:
         lock_nodes = [n for n in nodes if n.role == "lock"]
@@ -158,79 +135,39 @@ class RedisSingleClient:
 
     # -- the watchdog -----------------------------------------------------------------------
     def _hold(self, lease: Lease, ttl_ms: int) -> None:
-        h = _Hold(valid_until_ns=lease.valid_until_ns)
-        with self.mu:
-            self.holds[lease.value] = h
-        if self.watchdog:
-            interval = (self.watchdog_interval_ms or ttl_ms / 3) / 1000
-            h.thread = threading.Thread(target=self._watch, args=(lease, ttl_ms, interval, h),
-                                        name=f"watchdog-{lease.value[:8]}", daemon=True)
-            h.thread.start()
-
-    def _watch(self, lease: Lease, ttl_ms: int, interval: float, h: _Hold) -> None:
-        while not h.stop.wait(interval):
+        def refresh() -> int | None:
             start = time.monotonic_ns()
-            try:
-                ok = int(self.conn.eval(RENEW, 1, lease.key, lease.value, int(ttl_ms)))
-            except (redis.RedisError, OSError) as e:
-                if time.monotonic_ns() >= h.valid_until_ns:
-                    h.lost = f"renewals failed until the lease expired: {type(e).__name__}: {e}"
-                    return
-                continue
-            if h.stop.is_set():
-                return  # released meanwhile: a 0 now means our own DEL, not a loss
-            if not ok:
-                h.lost = "renewal found the key gone or owned by another client"
-                return
-            h.valid_until_ns = self._valid_from(start, ttl_ms)
+            ok = int(self.conn.eval(RENEW, 1, lease.key, lease.value, int(ttl_ms)))
+            return self._valid_from(start, ttl_ms) if ok else None
 
-    def _unhold(self, lease: Lease) -> None:
-        with self.mu:
-            h = self.holds.pop(lease.value, None)
-        if h is not None:
-            h.stop.set()
-            if h.thread is not None and h.thread is not threading.current_thread():
-                h.thread.join(self.node_timeout * 2 + 0.1)
+        interval = (self.watchdog_interval_ms or ttl_ms / 3) / 1000 if self.watchdog else None
+        self.renewals.hold(lease, interval, refresh)
 
     def current(self, lease: Lease) -> Lease:
         """The lease with the validity the client believes now (extended by the watchdog)."""
-        h = self.holds.get(lease.value)
-        return lease if h is None else replace(lease, valid_until_ns=h.valid_until_ns)
+        return self.renewals.current(lease)
 
     def still_held(self, lease: Lease) -> bool:
         """False once a renewal found the lock gone, or the validity passed without renewal."""
-        h = self.holds.get(lease.value)
-        if h is None:
-            return time.monotonic_ns() < lease.valid_until_ns
-        return h.lost is None and time.monotonic_ns() < h.valid_until_ns
+        return self.renewals.still_held(lease)
 
     def lost_reason(self, lease: Lease) -> str | None:
-        h = self.holds.get(lease.value)
-        return None if h is None else h.lost
+        return self.renewals.lost_reason(lease)
 
     # -- release and renew --------------------------------------------------------------------
     def release(self, lease: Lease) -> bool:
-        self._unhold(lease)
+        self.renewals.unhold(lease)
         return bool(int(self.conn.eval(RELEASE, 1, lease.key, lease.value)))
 
     def renew(self, lease: Lease) -> Lease:
         ttl_ms = int(lease.meta.get("ttl_ms", 0)) or 2000
         start = time.monotonic_ns()
         if not int(self.conn.eval(RENEW, 1, lease.key, lease.value, ttl_ms)):
-            h = self.holds.get(lease.value)
-            if h is not None:
-                h.lost = "renewal found the key gone or owned by another client"
+            self.renewals.mark_lost(lease)
             raise LockLost(f"{lease.key} is no longer held with value {lease.value}")
-        valid = self._valid_from(start, ttl_ms)
-        h = self.holds.get(lease.value)
-        if h is not None:
-            h.valid_until_ns = max(h.valid_until_ns, valid)
-        return replace(lease, valid_until_ns=valid)
+        return self.renewals.extend(lease, self._valid_from(start, ttl_ms))
 
     def close(self) -> None:
-        for value in list(self.holds):
-            h = self.holds.pop(value, None)
-            if h is not None:
-                h.stop.set()
+        self.renewals.close()
         if self.conn is not None:
             self.conn.close()
