@@ -80,6 +80,7 @@ def cli() -> None:
 @click.option("--acquire-timeout", type=float, default=2.0, show_default=True, help="seconds before an acquire fails")
 @click.option("--hold-max", "hold_max_ms", type=int, default=None, help="longest critical section in ms (default 60% of TTL)")
 @click.option("--fencing/--no-fencing", default=False, show_default=True, help="resource enforces fencing tokens")
+@click.option("--watchdog", is_flag=True, help="renew the lease in the background (backends with a watchdog)")
 @click.option("--nemesis-interval", type=float, default=3.0, show_default=True, help="seconds per fault and between faults")
 @click.option("--clock-jump", "clock_jump_s", type=float, default=None, help="seconds clock-skew jumps (default 2.5 x TTL)")
 @click.option("--option", "-o", "options", multiple=True, help="backend option NAME=VALUE (repeatable)")
@@ -87,20 +88,24 @@ def cli() -> None:
 @click.option("--base-port", type=int, default=None, help="first server port on loopback (default: free ports)")
 @click.option("--store", default="store", show_default=True, help="where runs are stored")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON summary line on stdout")
+@click.option("--junit", type=click.Path(dir_okay=False), default=None, help="also write a JUnit XML file")
 def run(backend, nemesis, time_limit, recovery, concurrency, seed, ttl_ms, acquire_timeout, hold_max_ms, fencing,
-        nemesis_interval, clock_jump_s, options, netns, base_port, store, as_json):
+        watchdog, nemesis_interval, clock_jump_s, options, netns, base_port, store, as_json, junit):
     """Run one chaos test and print its verdict."""
     from harness.runner import run as run_spec
     from harness.spec import TestSpec
 
     names = tuple(n.strip() for n in nemesis.split(",") if n.strip() and n.strip() != "none")
+    options = parse_options(options)
+    if watchdog:
+        options["watchdog"] = "true"
     seed = seed if seed is not None else random.SystemRandom().randrange(1, 2**31)
     if min(recovery, time_limit) == time_limit:
         recovery = min(recovery, time_limit / 4)
     spec = TestSpec(backend=backend, nemesis=names, time_limit=time_limit, recovery=recovery,
                     concurrency=concurrency, seed=seed, ttl_ms=ttl_ms, acquire_timeout=acquire_timeout,
                     hold_max_ms=hold_max_ms, fencing=fencing, nemesis_interval=nemesis_interval,
-                    clock_jump_s=clock_jump_s, options=parse_options(options), netns=netns, base_port=base_port, store=store,
+                    clock_jump_s=clock_jump_s, options=options, netns=netns, base_port=base_port, store=store,
                     command=shlex.join(["chaos"] + sys.argv[1:] + ([] if "--seed" in sys.argv else ["--seed", str(seed)])))
     spec.validate()
     human = sys.stderr if as_json else sys.stdout
@@ -109,6 +114,10 @@ def run(backend, nemesis, time_limit, recovery, concurrency, seed, ttl_ms, acqui
     print(verdict_text(outcome.summary), file=human)
     if as_json:
         print(json.dumps(outcome.summary, default=str))
+    if junit:
+        from results.junit import cases_from_doc, write_junit
+
+        write_junit(junit, cases_from_doc(outcome.results))
     if outcome.interrupted:
         return 130
     return exit_code(outcome.summary["valid"])

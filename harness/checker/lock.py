@@ -9,7 +9,9 @@ servers believed; the overlap is reported in ms with the ops that bound it.
 A write is *stale* when another process completed an acquire after the writer's own
 acquire and before the write was invoked: the writer's lock had been superseded.
 Fencing is judged by what happened to stale writes: rejected (`fail`, stale-token) or
-accepted (`ok`). Lost updates: the final counter must equal the number of accepted
+accepted (`ok`), and by the tokens of accepted writes, which must never go down in the
+order the writes completed (without fencing, writes that landed out of token order are
+counted: the data a fenced store would have refused). Lost updates: the final counter must equal the number of accepted
 increments (info writes may or may not count).
 """
 
@@ -108,6 +110,8 @@ def check_writes(spec: Any, history: Sequence[Op]) -> CheckResult:
     stale_accepted, stale_rejected = [], []
     ok_writes = info_writes = 0
     final = None
+    highest_token: int | None = None
+    out_of_order: list[dict] = []  # accepted writes whose token is below one accepted before
     for inv, done in pair_ops(sorted(history, key=lambda o: (o.time_ns, o.index))):
         if inv.process == NEMESIS:
             continue
@@ -119,6 +123,10 @@ def check_writes(spec: Any, history: Sequence[Op]) -> CheckResult:
             continue
         kind = "ok" if done is not None and done.type == "ok" else ("fail" if done is not None and done.type == "fail" else "info")
         ok_writes += kind == "ok"
+        if kind == "ok" and inv.token is not None:
+            if highest_token is not None and inv.token < highest_token:
+                out_of_order.append({"write": _brief(inv), "token": inv.token, "after_token": highest_token})
+            highest_token = inv.token if highest_token is None else max(highest_token, inv.token)
         info_writes += kind == "info"
         mine = last_acquire.get(inv.process)
         if mine is None:
@@ -138,13 +146,16 @@ def check_writes(spec: Any, history: Sequence[Op]) -> CheckResult:
         lost = max(0, ok_writes - int(final))
         if not (ok_writes <= int(final) <= ok_writes + info_writes):
             valid = False
-    if stale_accepted:
+    # Accepted tokens going down is a broken fence when fencing is on; without it, only a count.
+    if stale_accepted or (out_of_order and getattr(spec, "fencing", False)):
         valid = False
     return CheckResult(
         name="writes", valid=valid,
         summary={"stale_writes_accepted": len(stale_accepted), "stale_writes_rejected": len(stale_rejected),
-                 "lost_updates": lost, "writes_ok": ok_writes, "writes_info": info_writes, "final_counter": final},
-        details={"stale_accepted": stale_accepted[:MAX_LISTED], "stale_rejected": stale_rejected[:MAX_LISTED]},
+                 "lost_updates": lost, "writes_ok": ok_writes, "writes_info": info_writes, "final_counter": final,
+                 "writes_out_of_token_order": len(out_of_order)},
+        details={"stale_accepted": stale_accepted[:MAX_LISTED], "stale_rejected": stale_rejected[:MAX_LISTED],
+                 "out_of_token_order": out_of_order[:MAX_LISTED]},
         error=None if final is not None else "no final read of the counter in the history")
 
 

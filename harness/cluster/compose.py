@@ -318,17 +318,21 @@ class ComposeCluster:
         """Heal, save the servers' logs, remove the services this run started. Never raises."""
         if self._docker is None:
             return
-        for _, do in self._heal_actions() + self._client_proxy_actions(remove=True):
+        steps: list[Callable[[], Any]] = [do for _, do in self._heal_actions() + self._client_proxy_actions(remove=True)]
+        steps += [lambda n=s.name: self._unpause(n) for s in self.servers]
+        if self.log_dir is not None:
+            steps.append(lambda: self.log_dir.mkdir(parents=True, exist_ok=True))
+            steps += [lambda svc=svc: self._save_log(svc) for svc in self.services()]
+        steps.append(lambda: self._compose("rm", "--stop", "--force", "--volumes", *self.services(), timeout=120))
+        for step in steps:
             try:
-                do()
+                step()
             except Exception:
                 pass
-        if self.log_dir is not None:
-            self.log_dir.mkdir(parents=True, exist_ok=True)
-            for svc in self.services():
-                r = self._compose("logs", "--no-color", svc, timeout=60)
-                (self.log_dir / f"{svc}.log").write_text(r.stdout + r.stderr)
-        self._compose("rm", "--stop", "--force", "--volumes", *self.services(), timeout=120)
+
+    def _save_log(self, service: str) -> None:
+        r = self._compose("logs", "--no-color", "--timestamps", service, timeout=60)
+        (self.log_dir / f"{service}.log").write_text(r.stdout + r.stderr)
 
     # -- actions: (what it does, how) -----------------------------------------------------------
     def _container(self, name: str):
@@ -361,7 +365,13 @@ class ComposeCluster:
 
     def _kill_actions(self, name: str) -> list[Action]:
         c = TOPOLOGY[self.node(name).name].container
-        return [(f"docker kill --signal SIGKILL {c}", lambda: self._container(name).kill("SIGKILL"))]
+        # Docker refuses to kill a paused container; SIGKILL of a stopped process needs no such step.
+        return [(f"docker kill --signal SIGKILL {c}", lambda: (self._unpause(name), self._container(name).kill("SIGKILL")))]
+
+    def _unpause(self, name: str) -> None:
+        c = self._container(name)
+        if c.status == "paused":
+            c.unpause()
 
     def _restart_actions(self, name: str) -> list[Action]:
         node = self.node(name)

@@ -81,3 +81,24 @@ def test_expired_lease_release_is_not_a_mutex_violation_but_overlap_still_is():
                op(5, 1, "ok", "acquire"), op(10, 0, "invoke", "release"), op(11, 0, "fail", "release")]
     overlap = [o.with_index(i) for i, o in enumerate(overlap)]
     assert check_linearizable(lease_history(overlap), "mutex").valid is False
+
+
+def test_accepted_tokens_going_down_break_the_fence_only_when_fencing_is_on():
+    from harness.spec import TestSpec
+
+    def op(t, p, ty, f, **kw):
+        return Op(time_ns=t * 1_000_000, process=p, type=ty, f=f, **kw)
+
+    C = "lock:counter"
+    h = [op(0, 0, "invoke", "acquire", key="lock"), op(1, 0, "ok", "acquire", key="lock", token=7),
+         op(2, 0, "invoke", "write", key=C, value=1, token=7), op(3, 0, "ok", "write", key=C, value=1, token=7),
+         op(4, 0, "invoke", "release", key="lock"), op(5, 0, "ok", "release", key="lock"),
+         op(6, 1, "invoke", "acquire", key="lock"), op(7, 1, "ok", "acquire", key="lock", token=3),
+         op(8, 1, "invoke", "write", key=C, value=2, token=3), op(9, 1, "ok", "write", key=C, value=2, token=3),
+         op(10, 1, "invoke", "release", key="lock"), op(11, 1, "ok", "release", key="lock"),
+         op(20, "final", "invoke", "read", key=C), op(21, "final", "ok", "read", key=C, value=2)]
+    h = [o.with_index(i) for i, o in enumerate(h)]
+    fenced = check_writes(TestSpec(fencing=True), h)
+    assert fenced.valid is False and fenced.summary["writes_out_of_token_order"] == 1
+    unfenced = check_writes(TestSpec(fencing=False), h)
+    assert unfenced.valid is True and unfenced.summary["writes_out_of_token_order"] == 1
