@@ -38,6 +38,8 @@ def processes(run_id: str | None = None, owner: str | None = None) -> dict[int, 
         rid = vals.get(RUN_ENV.encode(), b"").decode(errors="replace")
         if not rid and TITLE_MARK in cmd:  # a server that rewrote its environ (valkey)
             rid = cmd.split(TITLE_MARK, 1)[1][:6].decode(errors="replace")
+            if b"chaos-owner=" in cmd:
+                vals[b"CHAOSLOCK_OWNER"] = cmd.split(b"chaos-owner=", 1)[1].split()[0]
         if not rid or (run_id is not None and rid != run_id):
             continue
         if owner is not None and vals.get(b"CHAOSLOCK_OWNER", b"").decode() != owner:

@@ -76,7 +76,8 @@ class ValkeyKind:
                 "--loglevel", "notice", "--io-threads", "1",
                 # valkey overwrites its environ with the process title, which hides
                 # CHAOSLOCK_RUN from /proc; the title carries the run id instead.
-                "--proc-title-template", f"{{title}} {{listen-addr}} chaos-run={Path(node.data_dir).parent.name}"]
+                "--proc-title-template", f"{{title}} {{listen-addr}} chaos-run={Path(node.data_dir).parent.name}"
+                + (f" chaos-owner={os.environ['CHAOSLOCK_OWNER']}" if os.environ.get("CHAOSLOCK_OWNER") else "")]
 
     def env(self, node: Node) -> dict[str, str]:
         return {}
