@@ -31,7 +31,7 @@ def processes(run_id: str | None = None, owner: str | None = None) -> dict[int, 
             continue
         try:
             env = (d / "environ").read_bytes().split(b"\0")
-            cmd = (d / "cmdline").read_bytes()
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
         vals = dict(item.split(b"=", 1) for item in env if b"=" in item)
