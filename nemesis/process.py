@@ -60,6 +60,8 @@ class _ServerProcessNemesis:
 
     def _resolve(self, targets) -> list[str]:
         if targets == ["@leader"]:
+            if self.leader_of is None:  # a kind without a leader (valkey): nothing to target
+                return []
             lead = self.leader_of([n for n in self.cluster.nodes if n.role == "lock"])
             return [lead] if lead else []
         return list(targets)

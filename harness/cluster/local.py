@@ -196,16 +196,17 @@ class LocalCluster:
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.ready_timeout
-        pending = {g.kind.name: g for g in self.groups}
+        # Keyed by position: two groups may share a kind (the valkey lock servers and the store).
+        pending = dict(enumerate(self.groups))
         while pending:
-            for kname, g in list(pending.items()):
+            for key, g in list(pending.items()):
                 members = [self._nodes[n] for n in g.names]
                 for n in members:
                     self._check_alive(n)
                 if all(g.kind.node_ready(n) for n in members) and g.kind.cluster_ready(members):
-                    del pending[kname]
+                    del pending[key]
             if pending and time.monotonic() > deadline:
-                names = ", ".join(pending)
+                names = ", ".join(sorted({g.kind.name for g in pending.values()}))
                 raise ClusterError(f"{names} did not become ready within {self.ready_timeout:.0f}s; see the logs in {self.log_dir}")
             if pending:
                 time.sleep(0.1)
@@ -299,14 +300,16 @@ class LocalCluster:
         kind = self._kinds[name]
         kind.prepare(node, [n for n in self.nodes if n.kind == node.kind])
         self._spawn(node)
-        if self._clock_offsets.get(name) and self.clock_method(name) == "timewarp":
-            self.set_clock(name, self._clock_offsets[name])  # a vDSO patch dies with the process
         deadline = time.monotonic() + self.ready_timeout
         while not kind.node_ready(node):
             self._check_alive(node)
             if time.monotonic() > deadline:
                 raise ClusterError(f"{name} did not answer within {self.ready_timeout:.0f}s after restart; see {node.log_path}")
             time.sleep(0.1)
+        if self._clock_offsets.get(name) and self.clock_method(name) == "timewarp":
+            # A vDSO patch dies with the process. Re-apply it only once the server answers:
+            # right after Popen the pid is still `ip netns exec`, whose exec drops the patch.
+            self.set_clock(name, self._clock_offsets[name])
 
     # -- ClockControl ----------------------------------------------------------------------
     def clock_method(self, name: str) -> str | None:

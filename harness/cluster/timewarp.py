@@ -518,10 +518,13 @@ def supported() -> str | None:
     reason = _platform_reason()
     if reason or _probe:
         return reason or _probe[0]
-    code = "import sys, time\nfor line in sys.stdin:\n    print(time.time(), flush=True)\n"
+    code = "import sys, time\nprint('ready', flush=True)\nfor line in sys.stdin:\n    print(time.time(), flush=True)\n"
     child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True)
     try:
+        # Patch only once the child runs Python: before (or during) its exec it has no vDSO
+        # of its own yet, which made this probe fail now and then on a loaded host.
+        child.stdout.readline()
         set_offset(child.pid, 1000.0)
         child.stdin.write("x\n")
         child.stdin.flush()
