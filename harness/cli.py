@@ -85,12 +85,14 @@ def cli() -> None:
 @click.option("--clock-jump", "clock_jump_s", type=float, default=None, help="seconds clock-skew jumps (default 2.5 x TTL)")
 @click.option("--option", "-o", "options", multiple=True, help="backend option NAME=VALUE (repeatable)")
 @click.option("--netns/--no-netns", default=None, help="require / refuse network namespaces (default: use if possible)")
+@click.option("--cluster", type=click.Choice(["local", "compose"]), default="local", show_default=True,
+              help="local processes in namespaces, or Docker Compose (needs a Docker engine)")
 @click.option("--base-port", type=int, default=None, help="first server port on loopback (default: free ports)")
 @click.option("--store", default="store", show_default=True, help="where runs are stored")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON summary line on stdout")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None, help="also write a JUnit XML file")
 def run(backend, nemesis, time_limit, recovery, concurrency, seed, ttl_ms, acquire_timeout, hold_max_ms, fencing,
-        watchdog, nemesis_interval, clock_jump_s, options, netns, base_port, store, as_json, junit):
+        watchdog, nemesis_interval, clock_jump_s, options, netns, cluster, base_port, store, as_json, junit):
     """Run one chaos test and print its verdict."""
     from harness.runner import run as run_spec
     from harness.spec import TestSpec
@@ -105,7 +107,7 @@ def run(backend, nemesis, time_limit, recovery, concurrency, seed, ttl_ms, acqui
     spec = TestSpec(backend=backend, nemesis=names, time_limit=time_limit, recovery=recovery,
                     concurrency=concurrency, seed=seed, ttl_ms=ttl_ms, acquire_timeout=acquire_timeout,
                     hold_max_ms=hold_max_ms, fencing=fencing, nemesis_interval=nemesis_interval,
-                    clock_jump_s=clock_jump_s, options=options, netns=netns, base_port=base_port, store=store,
+                    clock_jump_s=clock_jump_s, options=options, netns=netns, cluster=cluster, base_port=base_port, store=store,
                     command=shlex.join(["chaos"] + sys.argv[1:] + ([] if "--seed" in sys.argv else ["--seed", str(seed)])))
     spec.validate()
     human = sys.stderr if as_json else sys.stdout

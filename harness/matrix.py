@@ -22,7 +22,7 @@ Each run is a `chaos run` subprocess rather than `runner.run` in this process, b
 (1) a run that crashes hard (a segfault in grpc, an os._exit in a library) or hangs must
 cost one cell, not the matrix: a subprocess can be timed out, interrupted (SIGINT makes
 the runner heal and tear down as on Ctrl-C) and finally killed, with its servers reaped
-by the run id found in their environment; (2) `run` sets process-global state (the
+by the run id in their environment or process title; (2) `run` sets process-global state (the
 multiprocessing context, signal handlers, toxiproxy's class-level API address) that a
 fresh interpreter resets; (3) cells can run side by side. The cost is ~1 s per run.
 
@@ -450,7 +450,7 @@ def _names(text: str, what: str) -> list[str]:
 @click.option("--seeds", type=click.IntRange(1, 1000), default=1, show_default=True, help="runs per cell, seeds 1..N")
 @click.option("--time-limit", type=click.FloatRange(1, None), default=30.0, show_default=True, help="seconds per run")
 @click.option("--concurrency", "-c", type=click.IntRange(1, 64), default=5, show_default=True)
-@click.option("--parallel", type=click.IntRange(1, 32), default=1, show_default=True, help="runs at once (see --help text)")
+@click.option("--parallel", type=click.IntRange(1, 32), default=1, show_default=True, help="runs at once (see above)")
 @click.option("--expectations", "exp_path", type=click.Path(dir_okay=False), default=None,
               help="expectations.toml (default: ./expectations.toml, else the repo's)")
 @click.option("--store", default="store", show_default=True, help="where runs and store/matrix/<timestamp>/ land")
@@ -462,8 +462,8 @@ def matrix(backends, nemeses, fencing, seeds, time_limit, concurrency, parallel,
     """Run backend x nemesis x fencing x seed, compare each cell with expectations.toml.
 
     Exit 0 when every cell matches its expectation, 1 when one does not, 254 on bad arguments.
-    --parallel K > 1 is isolated but shares CPUs: with fewer than 2 cores per run, timing-
-    sensitive cells can change verdict.
+    --parallel K > 1 keeps runs isolated but shares CPUs: with fewer than 2 cores per run,
+    timing-sensitive cells can change verdict. --recheck DIR re-judges a stored matrix.
     """
     exp = Expectations.load(exp_path if exp_path is not None else default_expectations())
     human = sys.stderr if as_json else sys.stdout

