@@ -30,6 +30,7 @@ crash_between (0.0; redis-setnx-expire only).
 
 from __future__ import annotations
 
+import abc
 import random
 import time
 from typing import Any, Mapping, Sequence
@@ -37,7 +38,7 @@ from typing import Any, Mapping, Sequence
 import redis
 
 from harness.cluster.base import Node
-from harness.errors import NotAcquired
+from harness.errors import LockLost, NotAcquired
 from workloads.base import Clock, Lease, option, unique_value
 from workloads.redis_common import RELEASE, connect
 from workloads.redis_single import never_sent
@@ -49,7 +50,7 @@ class SimulatedCrash(Exception):
     """The client died between SETNX and EXPIRE (an `info`: the SETNX took effect)."""
 
 
-class _Polling:
+class _Polling(abc.ABC):
     """Shared plumbing: one node, no retries, jittered polling until the acquire timeout."""
 
     name = ""
@@ -71,8 +72,9 @@ class _Polling:
         self.node = lock_nodes[0]
         self.conn = connect(self.node, self.node_timeout)
 
+    @abc.abstractmethod
     def _try(self, key: str, ttl_ms: int) -> Lease | None:
-        raise NotImplementedError
+        """One attempt: a Lease if this client took the lock, None if it is taken."""
 
     def acquire(self, key: str, ttl_ms: int, timeout_s: float) -> Lease:
         deadline = time.monotonic() + timeout_s
@@ -94,7 +96,8 @@ class _Polling:
             time.sleep(pause)
 
     def renew(self, lease: Lease) -> Lease:
-        raise NotImplementedError(f"{self.name} has no renewal")
+        """These designs never extend a lock: a renewal is refused as a lost lease."""
+        raise LockLost(f"{self.name} cannot renew a lock (the design has no renewal)")
 
     def close(self) -> None:
         if self.conn is not None:
