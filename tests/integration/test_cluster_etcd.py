@@ -6,18 +6,15 @@ carrying the run id survives and that the state dir is gone.
 
 from __future__ import annotations
 
-import secrets
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
-from harness.cluster.reaper import processes
 from pyetcd.exceptions import ConnectionFailedError, ConnectionTimeoutError
 
 from harness.cluster import etcd
 from harness.cluster.local import Group, LocalCluster
+from tests.integration.clusters import etcd_get, etcd_put, netns_ok, start_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -25,50 +22,8 @@ NAMES = ("e1", "e2", "e3")
 
 
 
-def run_processes(run_id: str) -> list[int]:
-    """Pids of live processes with CHAOSLOCK_RUN=<run_id> in their environment."""
-    return list(processes(run_id))
-
-def netns_ok() -> bool:
-    try:
-        from harness.cluster.netns import netns_available
-    except ImportError:
-        return False
-    return netns_available() is None
-
-
 def make_cluster(request, tmp_path, netns: bool) -> LocalCluster:
-    try:
-        etcd.EtcdKind().check_installed()
-    except Exception as e:  # MissingDependency: say so instead of failing obscurely
-        pytest.skip(str(e))
-    run_id = secrets.token_hex(3)
-    cluster = LocalCluster(run_id, [Group(kind=etcd.EtcdKind(), names=NAMES)], netns=netns,
-                           log_dir=tmp_path / "logs")
-
-    def finish():
-        t = time.monotonic()
-        cluster.down()
-        print(f"\netcd {run_id} down() took {time.monotonic() - t:.2f}s")
-        assert run_processes(run_id) == [], f"processes of run {run_id} survived down()"
-        assert not cluster.dir.exists(), f"state dir {cluster.dir} survived down()"
-        if netns:
-            spaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-            assert run_id not in spaces, f"namespaces of run {run_id} survived down()"
-
-    request.addfinalizer(finish)
-    t = time.monotonic()
-    cluster.up()
-    rss = {n.name: rss_mb(cluster.pids(n.name)[0]) for n in cluster.nodes}
-    print(f"\netcd {run_id} up() took {time.monotonic() - t:.2f}s; RSS MB {rss}")
-    return cluster
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return 0.0
+    return start_cluster(request, tmp_path / "logs", Group(kind=etcd.EtcdKind(), names=NAMES), netns=netns)
 
 
 def eventually(fn, timeout: float = 15.0, step: float = 0.2):
@@ -83,22 +38,7 @@ def eventually(fn, timeout: float = 15.0, step: float = 0.2):
             time.sleep(step)
 
 
-def put(node, key: str, value: str, timeout: float = 2.0) -> None:
-    c = etcd.client(node, timeout)
-    try:
-        c.put(key, value)
-    finally:
-        c.close()
-
-
-def get(node, key: str, timeout: float = 2.0) -> str | None:
-    """A linearizable read (etcd's default) through this one member."""
-    c = etcd.client(node, timeout)
-    try:
-        value, _ = c.get(key)
-        return None if value is None else value.decode()
-    finally:
-        c.close()
+put, get = etcd_put, etcd_get
 
 
 @pytest.fixture

@@ -7,20 +7,17 @@ process carrying the run id survives and that the state dir is gone.
 from __future__ import annotations
 
 import os
-import secrets
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
-from harness.cluster.reaper import processes
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NodeExistsError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from harness.cluster import zookeeper as zk
 from harness.cluster.local import FAKETIME_LIB, Group, LocalCluster
+from tests.integration.clusters import netns_ok, start_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -29,57 +26,20 @@ SESSION_S = 4.0  # within the 1..30 s our zoo.cfg allows
 
 
 
-def run_processes(run_id: str) -> list[int]:
-    """Pids of live processes with CHAOSLOCK_RUN=<run_id> in their environment."""
-    return list(processes(run_id))
-
-def netns_ok() -> bool:
-    try:
-        from harness.cluster.netns import netns_available
-    except ImportError:
-        return False
-    return netns_available() is None
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return 0.0
-
-
 def make_cluster(request, tmp_path, *, netns: bool = False, fake_clock: bool = False) -> LocalCluster:
-    try:
-        zk.ZooKeeperKind().check_installed()
-    except Exception as e:  # MissingDependency: say so instead of failing obscurely
-        pytest.skip(str(e))
-    run_id = secrets.token_hex(3)
-    group = Group(kind=zk.ZooKeeperKind(), names=NAMES, fake_clock=fake_clock)
-    cluster = LocalCluster(run_id, [group], netns=netns, log_dir=tmp_path / "logs")
     clients: list[KazooClient] = []
-    cluster.test_clients = clients  # closed before down(), so no kazoo thread outlives the servers
 
-    def finish():
+    def close_clients() -> None:  # before down(), so no kazoo thread outlives the servers
         for c in clients:
             try:
                 c.stop()
                 c.close()
             except Exception:
                 pass
-        t = time.monotonic()
-        cluster.down()
-        print(f"\nzookeeper {run_id} down() took {time.monotonic() - t:.2f}s")
-        assert run_processes(run_id) == [], f"processes of run {run_id} survived down()"
-        assert not cluster.dir.exists(), f"state dir {cluster.dir} survived down()"
-        if netns:
-            spaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-            assert run_id not in spaces, f"namespaces of run {run_id} survived down()"
 
-    request.addfinalizer(finish)
-    t = time.monotonic()
-    cluster.up()
-    rss = {n.name: rss_mb(cluster.pids(n.name)[0]) for n in cluster.nodes}
-    print(f"\nzookeeper {run_id} up() took {time.monotonic() - t:.2f}s; RSS MB {rss}")
+    group = Group(kind=zk.ZooKeeperKind(), names=NAMES, fake_clock=fake_clock)
+    cluster = start_cluster(request, tmp_path / "logs", group, netns=netns, before_down=close_clients)
+    cluster.test_clients = clients
     return cluster
 
 

@@ -36,6 +36,7 @@ from nemesis.clock import ClockSkew
 from nemesis.partition import Partition, PartitionClient
 from nemesis.process import Kill, Pause
 from tests.conftest import chaos, need_root_netns
+from tests.integration.clusters import etcd_get, etcd_put
 
 _NO_NETNS = need_root_netns()
 pytestmark = [pytest.mark.integration,
@@ -213,23 +214,6 @@ def check_partition_client(cluster: LocalCluster, k: int, ping: bool, label: str
 
 
 # -- etcd x3 -------------------------------------------------------------------------------
-
-def etcd_put(node, key: str, value: str, timeout: float = 2.0) -> None:
-    c = etcd.client(node, timeout)
-    try:
-        c.put(key, value)
-    finally:
-        c.close()
-
-
-def etcd_get(node, key: str, timeout: float = 2.0) -> str | None:
-    c = etcd.client(node, timeout)
-    try:
-        value, _ = c.get(key)
-        return None if value is None else value.decode()
-    finally:
-        c.close()
-
 
 def member_id(node) -> str:
     return etcd.status(node)["header"]["member_id"]
