@@ -22,6 +22,8 @@ def probe(backend: str, fault: str, x: float, seeds: int, time_limit: float, sto
     from harness.spec import TestSpec
 
     total = 0
+    # The pause must fit in the fault phase: it starts ~1.5 s in and the last 3 s recover.
+    time_limit = max(time_limit, x * ttl_ms / 1000 + 8)
     for seed in range(1, seeds + 1):
         options = {"pause_multiple": str(x)} if fault == "pause-holder" else {"clock_jump_jitter": "0"}
         spec = TestSpec(backend=backend, nemesis=(fault,), seed=seed, time_limit=time_limit, store=store,

@@ -5,8 +5,10 @@ or skew its clock without touching the others. The worker records each op twice,
 invoke and at completion, by sending it to the runner, which writes the history. Times
 are CLOCK_MONOTONIC, shared by every process on the host.
 
-The workload (one cycle): acquire -> read the counter -> hold for a random time that
-stays inside the lease's validity -> write counter+1 -> release. With fencing the read
+The workload (one cycle): acquire -> ask the client whether it still holds the lease
+(watchdog, session) -> read the counter -> hold for a random time that stays inside the
+lease's validity -> write counter+1 -> release. The check comes once, before the work, as
+in most code: a pause during the work goes unseen, which is what fencing is for. With fencing the read
 and the write present the lease's token. A worker that gets an `info` (it cannot tell
 whether its op happened) continues as a new process id, as in Jepsen: the old id may
 still hold a lock nobody will ever release, and the checkers must see that.
@@ -110,6 +112,9 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random) -> bool:
     rec("ok", "acquire", key=key, value=lease.value, token=lease.token)
     token = lease.token
     resource = f"{key}:counter"
+    if not still_held(client, lease):
+        # The watchdog or the session already says the lock is gone: do no work under it.
+        return release(client, lease, rec)
 
     rec("invoke", "read", key=resource, token=token)
     value = None
@@ -123,8 +128,6 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random) -> bool:
         release(client, lease, rec)
         return False
 
-    if value is not None and not still_held(client, lease):
-        value = None  # the watchdog or session told us the lock is gone: do not write
     if value is not None:
         remaining = (lease.valid_until_ns - time.monotonic_ns()) / 1e9 - SAFETY_MARGIN * spec.ttl_ms / 1000
         time.sleep(rng.uniform(0, max(0.0, min(spec.hold_max, remaining))))

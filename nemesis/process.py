@@ -2,9 +2,10 @@
 
 `pause`: stop one node, a minority, a majority, or the leader (etcd, ZooKeeper) for an
 interval, then continue it. `pause-holder`: the articles' GC pause, triggered by the
-history rather than the clock: right after a worker's acquire returns ok, stop that
-worker for `pause_multiple` x TTL (spec option, default 2), then continue it; it wakes
-believing it still holds the lock. `kill`: SIGKILL nodes and restart them with their
+history rather than the clock: right after a lock holder has read the counter (in the
+middle of its critical section, past its lease check), stop that worker for
+`pause_multiple` x TTL (spec option, default 2), then continue it; it wakes believing it
+still holds the lock, and writes. `kill`: SIGKILL nodes and restart them with their
 data dir (valkey runs without persistence unless `--option appendonly=yes`, so a killed
 Redis node comes back empty: the unsafe case for Redlock).
 """
@@ -129,7 +130,7 @@ class Kill(_ServerProcessNemesis):
 
 
 class PauseHolder:
-    """Stops the worker that just acquired the lock, for pause_multiple x TTL."""
+    """Stops the lock holder in its critical section, for pause_multiple x TTL."""
 
     name = "pause-holder"
     fs = frozenset({"pause-holder", "resume-holder"})
@@ -142,6 +143,7 @@ class PauseHolder:
         self.fault_phase = spec.time_limit - spec.recovery
         self.next_allowed = spec.nemesis_interval * 0.5
         self.paused: dict[int, Any] = {}
+        self.holders: set[int] = set()
 
     def next_fault(self, rng: random.Random) -> None:
         return None  # purely reactive: faults come from on_event
@@ -150,8 +152,15 @@ class PauseHolder:
         return [("resume-holder", None)]
 
     def on_event(self, ctx, event: Op) -> list[Planned]:
-        """An ok acquire during the fault phase, with no pause active: pause its worker."""
-        if not (event.f == "acquire" and event.type == "ok" and isinstance(event.process, int)):
+        """A holder's ok read during the fault phase, with no pause active: pause its worker."""
+        if not isinstance(event.process, int):
+            return []
+        if event.f == "acquire":
+            (self.holders.add if event.type == "ok" else self.holders.discard)(event.process)
+            return []
+        if event.f == "release" and event.type == "invoke":
+            self.holders.discard(event.process)
+        if not (event.f == "read" and event.type == "ok" and event.process in self.holders):
             return []
         if self.paused or ctx.time < self.next_allowed or ctx.time + self.pause_s >= self.fault_phase:
             return []
