@@ -30,7 +30,10 @@ def probe(backend: str, fault: str, x: float, seeds: int, time_limit: float, sto
                         ttl_ms=ttl_ms, options=options,
                         clock_jump_s=x * ttl_ms / 1000 if fault == "clock-skew" else None,
                         command=f"chaos explore --backend {backend} --fault {fault}")
-        v = run(spec, progress=False).summary.get("violations") or 0
+        out = run(spec, progress=False)
+        if out.interrupted:  # Ctrl-C ends the search, after this probe's teardown
+            raise KeyboardInterrupt
+        v = out.summary.get("violations") or 0
         total += v
         if v:
             return True, total

@@ -167,6 +167,8 @@ def run_scenario(sc: Scenario, seeds: Sequence[int], *, time_limit: float, store
             spec = TestSpec(**kw, seed=seed, time_limit=time_limit, store=store,
                             command=f"chaos reproduce {sc.name} --seeds {len(seeds)}")
             out = run(spec, progress=False)
+            if out.interrupted:  # Ctrl-C ends the whole batch, after this run's teardown
+                raise KeyboardInterrupt
             history = read_history(out.run_dir / "history.jsonl")
             summary = dict(out.summary, concurrency=spec.concurrency)
             try:
