@@ -27,13 +27,14 @@ is not done by then is "unknown", never True.
 
 from __future__ import annotations
 
+import bisect
 import random
 import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from harness.checker.base import UNKNOWN, CheckResult, Valid, merge_valid
-from harness.checker.models import MODELS, Model
+from harness.checker.models import ANY, KEEP, MODELS, Compiled, Model
 from harness.errors import BadArgument
 from harness.history import Op, pair_ops
 
@@ -44,6 +45,9 @@ _MAX_STATES = 16       # states reported in a counterexample
 _MAX_CONCURRENT = 20   # concurrent ops reported in a counterexample
 _PREFIX_TAIL = 5       # last placed ops reported in a counterexample
 _CLOCK_EVERY = 1023    # iterations between looks at the clock (a mask)
+_STEP = object()       # guard of an op without a Transition: ask model.step
+_ABSORBED = object()   # a path entry with no alternative (a read-only op placed at once)
+_HOPELESS_BUDGET = 20_000  # iterations spent gathering states once a hopeless search is stuck
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,22 +95,35 @@ def _partitions(history: Sequence[Op], model: Model
     return parts, fails, completions
 
 
-def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float) -> _Outcome:
-    """Porcupine's iterative DFS over one partition. Raises whatever `model.step` raises."""
+def _compile(model: Model, ops: list[tuple[Op, Op | None]]) -> tuple[list, list, list]:
+    """Per op: guard, then, read-only (see models.Transition); guard _STEP: ask `step`."""
     n = len(ops)
-    # Entries: (time, kind, op id); kind 0 = call sorts before 1 = return at equal times.
+    guard: list = [_STEP] * n
+    then: list = [KEEP] * n
+    ro = [False] * n
+    if isinstance(model, Compiled):
+        for i, (inv, comp) in enumerate(ops):
+            t = model.compile(inv, comp)
+            if t is not None:
+                guard[i], then[i], ro[i] = t.guard, t.then, t.read_only
+    return guard, then, ro
+
+
+def _entries(ops: list[tuple[Op, Op | None]]) -> tuple[list, list, list, list, list, list, list]:
+    """The doubly linked entry list: positions 1..2n hold the calls and returns sorted by
+    time (a call before a return at equal times), 0 is the head and 2n+1 the tail."""
+    n = len(ops)
     raw = []
     for i, (inv, comp) in enumerate(ops):
         raw.append((inv.time_ns, 0, i))
         raw.append((comp.time_ns if comp is not None else _INF, 1, i))
     raw.sort()
-    head, tail = 0, 2 * n + 1
     size = 2 * n + 2
     nxt = list(range(1, size + 1))
     prv = list(range(-1, size - 1))
     is_call = [False] * size
     done_at = [False] * size    # reaching this entry means every ok op is placed
-    done_at[tail] = True
+    done_at[size - 1] = True
     ent_op = [-1] * size
     ret_of = [0] * size         # call position -> its return position
     pos_call = [0] * n
@@ -118,68 +135,224 @@ def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float) -> _
         else:
             ret_of[pos_call[i]] = pos
             done_at[pos] = t == _INF  # an info return: all finite returns come before it
+    return nxt, prv, is_call, done_at, ent_op, ret_of, pos_call
+
+
+def _needs(ops: list, guard: list, then: list, init: Any) -> tuple | None:
+    """For the dead-state rule: per op the id of the state it needs (an ok op with a
+    guard) and of the state it leaves (any op with a `then`), -1 for none; how many ops
+    need and produce each id; ids by state; whether some ok op needs a state nothing
+    produces. None when some op has no Transition (its `then` is unknown).
+
+    A state that an info op produces counts as never running out (its producer count
+    starts at len(ops) + 1): the rule stays sound, and leaves histories whose only
+    writers are info ops, such as the budget test's, to the search."""
+    if any(g is _STEP for g in guard):
+        return None
+    ids: dict = {}
+    need_of, prod_of = [], []
+    for i, (g, t) in enumerate(zip(guard, then)):
+        need_of.append(ids.setdefault(g, len(ids)) if g is not ANY and ops[i][1] is not None else -1)
+        prod_of.append(ids.setdefault(t, len(ids)) if t is not KEEP else -1)
+    need, prod = [0] * len(ids), [0] * len(ids)
+    for i in need_of:
+        if i >= 0:
+            need[i] += 1
+    for i, j in enumerate(prod_of):
+        if j >= 0:
+            prod[j] += 1 if ops[i][1] is not None else len(ops) + 1
+    init_id = ids.get(init, -1)
+    hopeless = any(need[j] and not prod[j] and j != init_id for j in range(len(ids)))
+    return need_of, prod_of, need, prod, ids, hopeless
+
+
+def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float) -> _Outcome:
+    """The depth-first search over one partition (see the module docstring). Raises
+    whatever `model.step` or `model.compile` raises."""
+    n = len(ops)
+    head = 0
+    nxt, prv, is_call, done_at, ent_op, ret_of, pos_call = _entries(ops)
+    guard, then, ro = _compile(model, ops)
+    mstep = model.step
+    state = model.init
+    rules = _needs(ops, guard, then, state)
+    if rules is None:
+        need_of = prod_of = [-1] * n
+        need = prod = []
+        ids: dict = {}
+        hopeless = False
+    else:
+        need_of, prod_of, need, prod, ids, hopeless = rules
+
+    def trans(state: Any, i: int) -> Any:
+        g = guard[i]
+        if g is _STEP:
+            return mstep(state, ops[i][0], ops[i][1])
+        if g is not ANY and g != state:
+            return None
+        t = then[i]
+        return state if t is KEEP else t
 
     rng = random.Random(0x11FE)  # fixed seed: the same history always searches alike
-    zobrist = [rng.getrandbits(128) for _ in range(n)]
-    invs = [p[0] for p in ops]
-    comps = [p[1] for p in ops]
-    step = model.step
-    state = model.init
+    zop = [rng.getrandbits(128) for _ in range(n)]
+    zstate: dict = {}            # state -> its random 128-bit number, drawn when first seen
+
+    def zs(state: Any) -> int:
+        z = zstate.get(state)
+        if z is None:
+            z = zstate[state] = rng.getrandbits(128)
+        return z
+
+    def helpers(state: Any, o: int) -> list:
+        """(call position, next state) of every legal op but `o` placeable now, those
+        after which `o` is legal first."""
+        good, rest = [], []
+        p = nxt[head]
+        while is_call[p]:
+            i = ent_op[p]
+            if i != o:
+                ns = trans(state, i)
+                if ns is not None:
+                    (good if trans(ns, o) is not None else rest).append((p, ns))
+            p = nxt[p]
+        return good + rest
+
+    needers: dict = {}          # state id -> call positions of the ok ops needing it
+
+    def needy(sid: int) -> int:
+        """For the report: an unplaced ok op needing state id `sid`, preferably one that
+        could be placed now (whose call comes before the first return)."""
+        if not needers:
+            for i in sorted(range(n), key=pos_call.__getitem__):
+                if need_of[i] >= 0:
+                    needers.setdefault(need_of[i], []).append(pos_call[i])
+        calls = needers[sid]
+        f = nxt[head]
+        while is_call[f]:
+            f = nxt[f]
+        # Every call after the first return is unplaced; placed ones lie mostly before it.
+        at = bisect.bisect_left(calls, f)
+        lo = max(0, at - 64)
+        for x in calls[lo:at + 1] + calls[lo - 1::-1] if lo else calls[:at + 1]:
+            if nxt[prv[x]] == x:  # still linked: not placed
+                return ent_op[x]
+        raise AssertionError("need count out of step")  # pragma: no cover
+
     placed = 0                  # Zobrist hash of the set of placed ops
-    seen: set = {(0, state)}
-    stack: list[tuple[int, Any, int]] = []  # (call position, state before, hash before)
+    seen = {zs(state)}          # placed ^ zs(state) of every configuration reached
+    # The path, one entry per placed op: its call position, the state before it, and what
+    # else that node may try: _ABSORBED nothing, None the helpers of its forced op (not yet
+    # listed), or [next index, forced op, [(call position, next state), ...]].
+    path_pos: list[int] = []
+    path_state: list = []
+    path_alt: list = []
     best = -1
     stuck: int | None = None
     stuck_states: list = []
     prefix_tail: tuple[int, ...] = ()
     clock = time.monotonic
     iters = 0
+    give_up = -1                # the iteration a hopeless search stops at
 
-    e = nxt[head]
+    e = nxt[head]               # where the scan for a read-only op resumes
     while True:
-        iters += 1
-        if not iters & _CLOCK_EVERY and clock() > deadline:
-            return _Outcome(valid=UNKNOWN)
-        if is_call[e]:
+        # Choose this node's first move: a read-only op legal now (placing it now is as
+        # good as any later, so it is the node's only move), else the op whose return
+        # comes first (it must be placed before anything after that return).
+        while is_call[e]:
             i = ent_op[e]
-            ns = step(state, invs[i], comps[i])
-            if ns is not None:
-                nh = placed ^ zobrist[i]
-                cfg = (nh, ns)
-                if cfg not in seen:
-                    seen.add(cfg)
-                    stack.append((e, state, placed))
-                    state, placed = ns, nh
-                    r = ret_of[e]
-                    a, b = prv[e], nxt[e]
-                    nxt[a], prv[b] = b, a
-                    a, b = prv[r], nxt[r]
-                    nxt[a], prv[b] = b, a
-                    e = nxt[head]
-                    continue
+            if ro[i]:
+                g = guard[i]
+                if g is ANY or g == state:
+                    break
             e = nxt[e]
-            continue
-        if done_at[e]:
+        if is_call[e]:
+            c, ns, alt, o = e, state, _ABSORBED, -1
+        elif done_at[e]:
             return _Outcome(valid=True)
-        # A return whose op is not placed: this path is dead. Remember the deepest one.
-        depth = len(stack)
-        if depth > best:
-            best, stuck, stuck_states = depth, ent_op[e], [state]
-            prefix_tail = tuple(ent_op[c] for c, _, _ in stack[-_PREFIX_TAIL:])
-        elif depth == best and ent_op[e] == stuck and len(stuck_states) < _MAX_STATES \
-                and state not in stuck_states:
-            stuck_states.append(state)
-        if not stack:
-            return _Outcome(valid=False, stuck=stuck, prefix_len=best,
-                            prefix_tail=prefix_tail, states=tuple(stuck_states))
-        c, state, placed = stack.pop()
-        r = ret_of[c]
-        # Put back in the reverse order of removal, so the saved neighbours are right.
-        nxt[prv[r]] = r
-        prv[nxt[r]] = r
-        nxt[prv[c]] = c
-        prv[nxt[c]] = c
-        e = nxt[c]
+        else:
+            o = ent_op[e]
+            c, ns, alt = pos_call[o], trans(state, o), None
+            if ns is None:
+                alt = [0, o, helpers(state, o)]
+        # Make the move, or the node's next alternative; with none left, backtrack.
+        while True:
+            iters += 1
+            if not iters & _CLOCK_EVERY and clock() > deadline:
+                return _Outcome(valid=UNKNOWN)
+            if ns is not None:
+                i = ent_op[c]
+                nh = placed ^ zop[i]
+                k = nh ^ zs(ns)
+                if k not in seen:
+                    seen.add(k)
+                    j, p = need_of[i], prod_of[i]
+                    if j >= 0:
+                        need[j] -= 1
+                    if p >= 0:
+                        prod[p] -= 1
+                    sid = ids.get(state, -1) if ns != state else -1
+                    if sid < 0 or not need[sid] or prod[sid]:
+                        path_pos.append(c)
+                        path_state.append(state)
+                        path_alt.append(alt)
+                        state, placed = ns, nh
+                        r = ret_of[c]
+                        a, b = prv[c], nxt[c]
+                        nxt[a], prv[b] = b, a
+                        a, b = prv[r], nxt[r]
+                        nxt[a], prv[b] = b, a
+                        # after a read-only op the scan carries on where it was
+                        e = nxt[prv[c]] if alt is _ABSORBED else nxt[head]
+                        break
+                    # The dead-state rule: an ok op still needs the state this move
+                    # leaves, and no op that could bring it back is left.
+                    if j >= 0:
+                        need[j] += 1
+                    if p >= 0:
+                        prod[p] += 1
+                    if len(path_pos) + 1 > best:
+                        best, stuck, stuck_states = len(path_pos) + 1, needy(sid), [ns]
+                        prefix_tail = tuple(ent_op[x] for x in path_pos[-_PREFIX_TAIL + 1:]) + (i,)
+                        if hopeless and give_up < 0:
+                            give_up = iters + _HOPELESS_BUDGET
+            if alt is None:
+                alt = [0, o, helpers(state, o)]
+            if alt is not _ABSORBED and alt[0] < len(alt[2]):
+                c, ns = alt[2][alt[0]]
+                alt[0] += 1
+                continue
+            if o >= 0:
+                # A dead end: `o` cannot be placed here. Remember the deepest one.
+                depth = len(path_pos)
+                if depth > best:
+                    best, stuck, stuck_states = depth, o, [state]
+                    prefix_tail = tuple(ent_op[x] for x in path_pos[-_PREFIX_TAIL:])
+                    if hopeless and give_up < 0:
+                        give_up = iters + _HOPELESS_BUDGET
+                elif depth == best and o == stuck and len(stuck_states) < _MAX_STATES \
+                        and state not in stuck_states:
+                    stuck_states.append(state)
+            if not path_pos or iters == give_up:
+                return _Outcome(valid=False, stuck=stuck, prefix_len=best,
+                                prefix_tail=prefix_tail, states=tuple(stuck_states))
+            c = path_pos.pop()
+            state = path_state.pop()
+            alt = path_alt.pop()
+            i = ent_op[c]
+            placed ^= zop[i]
+            if need_of[i] >= 0:
+                need[need_of[i]] += 1
+            if prod_of[i] >= 0:
+                prod[prod_of[i]] += 1
+            r = ret_of[c]
+            # Put back in the reverse order of removal, so the saved neighbours are right.
+            nxt[prv[r]] = r
+            prv[nxt[r]] = r
+            nxt[prv[c]] = c
+            prv[nxt[c]] = c
+            ns = None
+            o = ent_op[c] if alt is None else -1 if alt is _ABSORBED else alt[1]
 
 
 def _op_json(pair: tuple[Op, Op | None], original: dict[int, Op]) -> dict:

@@ -19,12 +19,18 @@ What each completion type means to a model:
 
 Ops that `relevant` rejects (nemesis ops, unknown `f` such as "renew") never reach `step`.
 A model must not keep mutable state of its own or depend on anything but its arguments.
+
+A model may also be `Compiled`: it describes each op as a `Transition`, "legal only in
+state `guard`, leaves state `then`", which the checker runs without a call per step and
+from which it learns which ops are read-only (those it may place as soon as they are
+legal, without branching). The built-in models derive `step` from `compile`, so the two
+cannot disagree.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Hashable
+from typing import Any, Hashable, Protocol, runtime_checkable
 
 from harness.history import NEMESIS, Op
 
@@ -45,6 +51,48 @@ def thaw(value: Any) -> Any:
     if isinstance(value, tuple):
         return [thaw(v) for v in value]
     return value
+
+
+class _Marker:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+ANY = _Marker("ANY")    # a guard that every state satisfies
+KEEP = _Marker("KEEP")  # a `then` that leaves the state as it was
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Transition:
+    """One op as a guarded assignment: legal only when the state equals `guard` (always,
+    for ANY), after which the state is `then` (unchanged, for KEEP)."""
+
+    guard: Any = ANY
+    then: Any = KEEP
+
+    def apply(self, state: State) -> State | None:
+        if self.guard is not ANY and self.guard != state:
+            return None
+        return state if self.then is KEEP else self.then
+
+    @property
+    def read_only(self) -> bool:
+        """True if the op never changes the state, in any state where it is legal."""
+        return self.then is KEEP or (self.guard is not ANY and self.then == self.guard)
+
+
+@runtime_checkable
+class Compiled(Protocol):
+    """Optional capability of a Model: `compile(inv, completion)` is the op's Transition,
+    or None for an op only `step` can judge. It must agree with `step` exactly: the
+    checker uses whichever it likes for any op."""
+
+    def compile(self, inv: Op, comp: Op | None) -> Transition | None: ...
 
 
 class Model:
@@ -102,12 +150,15 @@ class Mutex(Model):
     def init(self) -> State:
         return ()
 
-    def step(self, state: State, inv: Op, comp: Op | None) -> State | None:
+    def compile(self, inv: Op, comp: Op | None) -> Transition:
         if inv.f == "acquire":
-            return (inv.process,) if state == () else None
+            return Transition(guard=(), then=(inv.process,))
         if inv.f == "release":
-            return () if state == (inv.process,) else None
-        return state
+            return Transition(guard=(inv.process,), then=())
+        return Transition()
+
+    def step(self, state: State, inv: Op, comp: Op | None) -> State | None:
+        return self.compile(inv, comp).apply(state)
 
     def prune(self, ops: list[tuple[Op, Op | None]]) -> list[tuple[Op, Op | None]]:
         """Drop unknown acquires whose process has no release that could be linearized
@@ -144,18 +195,17 @@ class Register(Model):
     def init(self) -> State:
         return freeze(self.initial)
 
-    def _read(self, state: State, comp: Op | None) -> State | None:
-        if comp is None:  # an unknown read observed nothing
-            return state
-        seen = self.init if comp.value is None else freeze(comp.value)
-        return state if seen == state else None
+    def compile(self, inv: Op, comp: Op | None) -> Transition | None:
+        if inv.f == "read":
+            if comp is None:  # an unknown read observed nothing
+                return Transition()
+            return Transition(guard=self.init if comp.value is None else freeze(comp.value))
+        if inv.f == "write":
+            return Transition(then=freeze(inv.value))
+        return Transition()
 
     def step(self, state: State, inv: Op, comp: Op | None) -> State | None:
-        if inv.f == "read":
-            return self._read(state, comp)
-        if inv.f == "write":
-            return freeze(inv.value)
-        return state
+        return self.compile(inv, comp).apply(state)
 
     def prune(self, ops: list[tuple[Op, Op | None]]) -> list[tuple[Op, Op | None]]:
         """Drop unknown reads (they observed nothing) and unknown writes, cas included,
@@ -194,14 +244,13 @@ class CasRegister(Register):
     name: str = "cas-register"
     fs: frozenset[str] = frozenset({"read", "write", "cas"})
 
-    def step(self, state: State, inv: Op, comp: Op | None) -> State | None:
+    def compile(self, inv: Op, comp: Op | None) -> Transition | None:
         if inv.f == "cas":
             pair = inv.value
             if not isinstance(pair, (list, tuple)) or len(pair) != 2:
                 raise ValueError(f"op {inv.index}: cas value must be [expected, new], got {pair!r}")
-            expected, new = (self.init if pair[0] is None else freeze(pair[0])), freeze(pair[1])
-            return new if state == expected else None
-        return Register.step(self, state, inv, comp)
+            return Transition(guard=self.init if pair[0] is None else freeze(pair[0]), then=freeze(pair[1]))
+        return Register.compile(self, inv, comp)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -221,6 +270,9 @@ class FencedRegister(Register):
     @property
     def init(self) -> State:
         return (freeze(self.initial), None)
+
+    def compile(self, inv: Op, comp: Op | None) -> Transition | None:
+        return None  # a guard on the token is not an equality: `step` judges every op
 
     def step(self, state: State, inv: Op, comp: Op | None) -> State | None:
         value, max_token = state
