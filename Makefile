@@ -13,7 +13,7 @@ chaos: install
 	@$(PY) -m harness run $(DEFAULT_RUN); rc=$$?; [ $$rc -le 1 ] || exit $$rc
 
 test: install
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) -m pytest -q -p no:cacheprovider --durations=12 tests
 
 unit:
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit

@@ -133,7 +133,7 @@ def ran(tmp_path_factory):
     shutil.copy(ROOT / "expectations.toml", exp)
     t0 = time.monotonic()
     r = chaos("matrix", "--backends", ",".join(BACKENDS), "--nemeses", ",".join(NEMESES), "--fencing", "both",
-              "--seeds", "1", "--time-limit", "14", "--expectations", str(exp), "--store", str(tmp / "store"),
+              "--seeds", "1", "--time-limit", "14", "--parallel", "2", "--expectations", str(exp), "--store", str(tmp / "store"),
               "--junit", str(tmp / "junit.xml"), "--json", timeout=1800)
     wall = time.monotonic() - t0
     print(f"\nchaos matrix wall time: {wall:.0f} s for {BACKENDS} x {NEMESES} x fencing both x 1 seed")

@@ -101,6 +101,16 @@ def task_states(pid: int) -> set[str]:
     return states
 
 
+def is_stopped(pid: int, timeout: float = 1.0) -> bool:
+    """SIGSTOP is delivered asynchronously: wait (briefly) until a task shows state T."""
+    deadline = time.monotonic() + timeout
+    while "T" not in task_states(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def stopped(cluster: LocalCluster) -> list[str]:
     """Nodes with any task in state T (SIGSTOPped)."""
     return [n.name for n in cluster.nodes for pid in cluster.pids(n.name) if "T" in task_states(pid)]
@@ -293,7 +303,7 @@ class TestEtcd:
             assert op.type == "ok" and len(op.value) == 1 and op.value[0] in ("e1", "e2", "e3"), op
             old = cluster.node(op.value[0])
             others = [n for n in nodes if n.name != old.name]
-            assert "T" in task_states(cluster.pids(old.name)[0])  # (a)
+            assert is_stopped(cluster.pids(old.name)[0])  # (a)
             assert etcd.status(old, timeout=0.5) is None
             # (b) the other two elect a new leader and serve
             new = eventually(lambda: (lambda l: l if l not in (None, old.name) else None)(etcd.leader(others, 0.5)),
@@ -442,7 +452,7 @@ class TestValkey:
         op = nem.invoke(inv("pause", ["n2"]))
         try:
             assert op.type == "ok" and op.value == ["n2"]
-            assert "T" in task_states(cluster.pids("n2")[0])
+            assert is_stopped(cluster.pids("n2")[0])
             with pytest.raises(Exception):
                 connect(node, 0.5).ping()
         finally:
@@ -667,7 +677,7 @@ class TestZooKeeper:
         t0 = time.monotonic()
         try:
             assert op.type == "ok"
-            assert "T" in task_states(cluster.pids(victim.name)[0]) and zookeeper.mode(victim, 0.5) == "down"
+            assert is_stopped(cluster.pids(victim.name)[0]) and zookeeper.mode(victim, 0.5) == "down"
             zk_write(leader, "/paused", b"1")  # (b) the other two still make a quorum
             eventually(lambda: synced_followers(leader) == 1, timeout=15, step=0.05)
             dropped = time.monotonic() - t0
