@@ -21,16 +21,16 @@ Ops that `relevant` rejects (nemesis ops, unknown `f` such as "renew") never rea
 A model must not keep mutable state of its own or depend on anything but its arguments.
 
 A model may also be `Compiled`: it describes each op as a `Transition`, "legal only in
-state `guard`, leaves state `then`", which the checker runs without a call per step and
-from which it learns which ops are read-only (those it may place as soon as they are
-legal, without branching). The built-in models derive `step` from `compile`, so the two
-cannot disagree.
+state `guard`, leaves state `then`". The checker runs those without a call per step, and
+learns from them which ops are read-only (placed as soon as they are legal, without
+branching) and which ops need and produce each state (its dead-state rule). The built-in
+models derive `step` from `compile`, so the two cannot disagree.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Hashable, Protocol, runtime_checkable
+from typing import Any, Callable, Hashable, Protocol, runtime_checkable
 
 from harness.history import NEMESIS, Op
 
@@ -90,9 +90,19 @@ class Transition:
 class Compiled(Protocol):
     """Optional capability of a Model: `compile(inv, completion)` is the op's Transition,
     or None for an op only `step` can judge. It must agree with `step` exactly: the
-    checker uses whichever it likes for any op."""
+    checker uses whichever it likes for any op (but see `compiler`)."""
 
     def compile(self, inv: Op, comp: Op | None) -> Transition | None: ...
+
+
+def compiler(model: Any) -> Callable[[Op, Op | None], Transition | None] | None:
+    """The model's `compile`, or None if it is not Compiled or its `step` is overridden
+    below the class that defines `compile` (a subclass that changed `step` alone)."""
+    if not isinstance(model, Compiled):
+        return None
+    mro = type(model).__mro__
+    owner = {name: next((k for k in mro if name in vars(k)), object) for name in ("compile", "step")}
+    return model.compile if issubclass(owner["compile"], owner["step"]) else None
 
 
 class Model:
