@@ -191,11 +191,12 @@ def run_scenario(sc: Scenario, seeds: Sequence[int], *, time_limit: float, store
 @click.command()
 @click.argument("name", required=False)
 @click.option("--all", "all_", is_flag=True, help="run every scenario")
-@click.option("--seeds", type=int, default=1, show_default=True, help="seeds 1..N per variant")
+@click.option("--seeds", type=int, default=1, show_default=True, help="how many seeds per variant")
+@click.option("--first-seed", type=int, default=1, show_default=True, help="seeds run from here upwards")
 @click.option("--time-limit", type=float, default=25.0, show_default=True, help="seconds per run (at most 60)")
 @click.option("--store", default="store", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="print the rows as JSON lines")
-def reproduce(name, all_, seeds, time_limit, store, as_json):
+def reproduce(name, all_, seeds, first_seed, time_limit, store, as_json):
     """Run known-result scenarios; exit 1 if any seed misses its expected verdict."""
     if all_ == bool(name):
         raise BadArgument(f"name one scenario or use --all; scenarios: {', '.join(SCENARIOS)}")
@@ -205,7 +206,7 @@ def reproduce(name, all_, seeds, time_limit, store, as_json):
         raise BadArgument("--seeds must be 1..100 and --time-limit 5..60 seconds")
     rows = []
     for sc in (SCENARIOS.values() if all_ else [SCENARIOS[name]]):
-        rows += run_scenario(sc, range(1, seeds + 1), time_limit=time_limit, store=store)
+        rows += run_scenario(sc, range(first_seed, first_seed + seeds), time_limit=time_limit, store=store)
     if as_json:
         for r in rows:
             print(json.dumps(r))

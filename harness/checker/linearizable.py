@@ -166,8 +166,8 @@ def _entries(ops: list[tuple[Op, Op | None]]) -> tuple[list, list, list, list, l
 def _needs(ops: list, guard: list, then: list, init: Any) -> tuple | None:
     """For the dead-state rule: per op the id of the state it needs (an ok op with a
     guard) and of the state it leaves (any op with a `then`), -1 for none; how many ops
-    need and produce each id; ids by state; the ids that ok ops need and nothing
-    produces (but the initial state). None when some op has no Transition.
+    need and produce each id; ids by state; which ok ops are doomed (see `_doomed`).
+    None when some op has no Transition.
 
     A state that an info op produces never runs out (its count starts at len(ops) + 1).
     That only weakens the rule, and it keeps a history whose writes are all info ops a
@@ -186,9 +186,50 @@ def _needs(ops: list, guard: list, then: list, init: Any) -> tuple | None:
     for i, j in enumerate(prod_of):
         if j >= 0:
             prod[j] += 1 if ops[i][1] is not None else len(ops) + 1
-    init_id = ids.get(init, -1)
-    hopeless = {j for j in range(len(ids)) if need[j] and not prod[j] and j != init_id}
-    return need_of, prod_of, need, prod, ids, hopeless
+    return need_of, prod_of, need, prod, ids, _doomed(ops, need_of, prod_of, ids.get(init, -1))
+
+
+def _doomed(ops: list, need_of: list, prod_of: list, init_id: int) -> list[bool]:
+    """Per op: can it certainly never be placed? An ok op r that needs state s is legal
+    only right after an op w that leaves s (or at the start, if s is the initial state)
+    with nothing changing the state in between. If even the w that returns last (among
+    those invoked before r returns) returns before some ok op x, which changes the state,
+    is invoked, and x returns before r is invoked, then x comes between every such w and
+    r in every linearization: r is doomed, and with it the history. Ok ops only (an info
+    w returns at infinity); O(n log n). This finds stale reads and double grants at once,
+    where the search would have to exhaust every ordering of the ops before them."""
+    a = [inv.time_ns for inv, _ in ops]
+    b = [comp.time_ns if comp is not None else _INF for _, comp in ops]
+    changers = sorted((a[i], b[i]) for i in range(len(ops)) if prod_of[i] >= 0 and b[i] < _INF)
+    starts = [x for x, _ in changers]
+    ends_min = [_INF] * (len(changers) + 1)  # min return over changers[k:]
+    for k in range(len(changers) - 1, -1, -1):
+        ends_min[k] = min(changers[k][1], ends_min[k + 1])
+    producers: dict = {init_id: [(-_INF, -_INF)]}
+    for i, j in enumerate(prod_of):
+        if j >= 0:
+            producers.setdefault(j, []).append((a[i], b[i]))
+    latest: dict = {}  # state id -> (invocations in order, running max of returns)
+    for j, ws in producers.items():
+        ws.sort()
+        run, top = [], -_INF
+        for _, end in ws:
+            top = max(top, end)
+            run.append(top)
+        latest[j] = ([w[0] for w in ws], run)
+    doomed = [False] * len(ops)
+    for r, j in enumerate(need_of):
+        if j < 0:
+            continue
+        calls, run = latest.get(j, ((), ()))
+        k = bisect.bisect_left(calls, b[r])
+        last = run[k - 1] if k else None  # the latest return of a usable producer
+        if last is None:
+            doomed[r] = True
+        elif last < a[r]:
+            x = bisect.bisect_right(starts, last)
+            doomed[r] = ends_min[x] < a[r]
+    return doomed
 
 
 def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float,
@@ -210,9 +251,9 @@ def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float,
         need_of = prod_of = [-1] * n
         need = prod = []
         ids: dict = {}
-        hopeless: set = set()
+        doomed = [False] * n
     else:
-        need_of, prod_of, need, prod, ids, hopeless = rules
+        need_of, prod_of, need, prod, ids, doomed = rules
 
     def trans(state: Any, i: int) -> Any:
         g = guard[i]
@@ -353,9 +394,9 @@ def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float,
             if o >= 0:
                 # A dead end: `o` cannot be placed here. Remember the deepest one.
                 depth = len(path_pos)
-                if not pinned and need_of[o] in hopeless:  # `o` can never be placed
+                if not pinned and doomed[o]:  # `o` can never be placed
                     pinned, best, give_up = True, -1, iters + _HOPELESS_BUDGET
-                if pinned and need_of[o] not in hopeless:
+                if pinned and not doomed[o]:
                     pass
                 elif depth > best:
                     best, stuck, stuck_states = depth, o, [state]
