@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from harness.checker.base import UNKNOWN, CheckResult, Valid, merge_valid
-from harness.checker.models import ANY, KEEP, MODELS, Model, compiler
+from harness.checker.models import ANY, KEEP, MODELS, Model, compiler, doomed, needs
 from harness.errors import BadArgument
 from harness.history import Op, pair_ops
 
@@ -67,7 +67,7 @@ _PREFIX_TAIL = 5       # last placed ops reported in a counterexample
 _CLOCK_EVERY = 1023    # iterations between looks at the clock (a mask)
 _STEP = object()       # guard of an op without a Transition: ask model.step
 _ABSORBED = object()   # a path entry with no alternative (a read-only op placed at once)
-_HOPELESS_BUDGET = 20_000  # iterations spent gathering states once a hopeless search is stuck
+_DOOMED_BUDGET = 20_000  # iterations spent gathering states once stuck at a doomed op
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,7 +80,7 @@ class _Outcome:
     prefix_tail: tuple[int, ...] = ()  # the last few of them
     states: tuple = ()                # model states seen just before the stuck op
     iterations: int = 0               # moves tried
-    hopeless: bool = False            # the stuck op needs a state nothing produces
+    doomed: bool = False              # the stuck op could never be placed (models.doomed)
 
 
 def resolve_model(model: str | Model) -> Model:
@@ -163,97 +163,38 @@ def _entries(ops: list[tuple[Op, Op | None]]) -> tuple[list, list, list, list, l
     return nxt, prv, is_call, done_at, ent_op, ret_of, pos_call
 
 
-def _needs(ops: list, guard: list, then: list, init: Any) -> tuple | None:
-    """For the dead-state rule: per op the id of the state it needs (an ok op with a
-    guard) and of the state it leaves (any op with a `then`), -1 for none; how many ops
-    need and produce each id; ids by state; which ok ops are doomed (see `_doomed`).
-    None when some op has no Transition.
-
-    A state that an info op produces never runs out (its count starts at len(ops) + 1).
-    That only weakens the rule, and it keeps a history whose writes are all info ops a
-    hard search problem: test_linearizable.py uses one to exercise the time budget."""
-    if any(g is _STEP for g in guard):
-        return None
-    ids: dict = {}
-    need_of, prod_of = [], []
-    for i, (g, t) in enumerate(zip(guard, then)):
-        need_of.append(ids.setdefault(g, len(ids)) if g is not ANY and ops[i][1] is not None else -1)
-        prod_of.append(ids.setdefault(t, len(ids)) if t is not KEEP else -1)
-    need, prod = [0] * len(ids), [0] * len(ids)
-    for i in need_of:
-        if i >= 0:
-            need[i] += 1
-    for i, j in enumerate(prod_of):
-        if j >= 0:
-            prod[j] += 1 if ops[i][1] is not None else len(ops) + 1
-    return need_of, prod_of, need, prod, ids, _doomed(ops, need_of, prod_of, ids.get(init, -1))
-
-
-def _doomed(ops: list, need_of: list, prod_of: list, init_id: int) -> list[bool]:
-    """Per op: can it certainly never be placed? An ok op r that needs state s is legal
-    only right after an op w that leaves s (or at the start, if s is the initial state)
-    with nothing changing the state in between. If even the w that returns last (among
-    those invoked before r returns) returns before some ok op x, which changes the state,
-    is invoked, and x returns before r is invoked, then x comes between every such w and
-    r in every linearization: r is doomed, and with it the history. Ok ops only (an info
-    w returns at infinity); O(n log n). This finds stale reads and double grants at once,
-    where the search would have to exhaust every ordering of the ops before them."""
-    a = [inv.time_ns for inv, _ in ops]
-    b = [comp.time_ns if comp is not None else _INF for _, comp in ops]
-    changers = sorted((a[i], b[i]) for i in range(len(ops)) if prod_of[i] >= 0 and b[i] < _INF)
-    starts = [x for x, _ in changers]
-    ends_min = [_INF] * (len(changers) + 1)  # min return over changers[k:]
-    for k in range(len(changers) - 1, -1, -1):
-        ends_min[k] = min(changers[k][1], ends_min[k + 1])
-    producers: dict = {init_id: [(-_INF, -_INF)]}
-    for i, j in enumerate(prod_of):
-        if j >= 0:
-            producers.setdefault(j, []).append((a[i], b[i]))
-    latest: dict = {}  # state id -> (invocations in order, running max of returns)
-    for j, ws in producers.items():
-        ws.sort()
-        run, top = [], -_INF
-        for _, end in ws:
-            top = max(top, end)
-            run.append(top)
-        latest[j] = ([w[0] for w in ws], run)
-    doomed = [False] * len(ops)
-    for r, j in enumerate(need_of):
-        if j < 0:
-            continue
-        calls, run = latest.get(j, ((), ()))
-        k = bisect.bisect_left(calls, b[r])
-        last = run[k - 1] if k else None  # the latest return of a usable producer
-        if last is None:
-            doomed[r] = True
-        elif last < a[r]:
-            x = bisect.bisect_right(starts, last)
-            doomed[r] = ends_min[x] < a[r]
-    return doomed
-
-
 def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float,
-            report: int = 0) -> _Outcome:
+            report: int = 0, settle: bool = False) -> _Outcome:
     """The depth-first search over one partition (see the module docstring). Raises
     whatever `model.step` or `model.compile` raises.
 
-    With `report` > 0 the search is for the counterexample of a partition already known to
-    be invalid: without the dead-state rule, which cuts dead ends short (at a state left
-    early, not at the op's return), and stopping after `report` iterations."""
+    A search that runs long looks for doomed ops (models.doomed); if there are, it stops
+    with "unknown" and doomed=True, to be run again with `settle`: the verdict is then
+    False already, and the search only has to reach a doomed op for the report. With
+    `report` > 0 the search is for the counterexample of a partition known to be invalid:
+    without the dead-state rule, which ends paths early (where a state is left, not at
+    the stuck op's return), and stopping after `report` iterations."""
     n = len(ops)
     head = 0
     nxt, prv, is_call, done_at, ent_op, ret_of, pos_call = _entries(ops)
     guard, then, ro = _compile(model, ops)
     mstep = model.step
     state = model.init
-    rules = None if report else _needs(ops, guard, then, state)
+    rules = None if report or _STEP in guard else needs(ops, guard, then)
+    bad = [False] * n           # doomed ops
     if rules is None:
         need_of = prod_of = [-1] * n
         need = prod = []
         ids: dict = {}
-        doomed = [False] * n
     else:
-        need_of, prod_of, need, prod, ids, doomed = rules
+        need_of, prod_of, need, prod, ids = rules
+        if settle:
+            bad = doomed(ops, need_of, prod_of, ids.get(state, -1))
+            for r in range(n):
+                if bad[r]:  # the rule must not end paths before they get to r
+                    need[need_of[r]] -= 1
+                    need_of[r] = -1
+    look_at = 4 * n + 10_000 if rules and not settle else -1  # when to look for doomed ops
 
     def trans(state: Any, i: int) -> Any:
         g = guard[i]
@@ -316,8 +257,8 @@ def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float,
     prefix_tail: tuple[int, ...] = ()
     clock = time.monotonic
     iters = 0
-    give_up = report or -1      # the iteration a report or a stuck hopeless search stops at
-    pinned = False              # stuck at a hopeless op: the report is about such ops only
+    give_up = report or -1      # the iteration a report, or a search stuck for good, stops at
+    pinned = False              # stuck at a doomed op: the report is about such ops only
 
     e = nxt[head]               # where the scan for a read-only op resumes
     while True:
@@ -346,8 +287,15 @@ def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float,
         # Make the move, or the node's next alternative; with none left, backtrack.
         while True:
             iters += 1
-            if not iters & _CLOCK_EVERY and clock() > deadline:
-                return _Outcome(valid=UNKNOWN)
+            if not iters & _CLOCK_EVERY:
+                if 0 <= look_at <= iters:
+                    look_at = -1
+                    if any(doomed(ops, need_of, prod_of, ids.get(model.init, -1))):
+                        return _Outcome(valid=UNKNOWN, doomed=True)
+                if clock() > deadline:
+                    if settle:
+                        return _Outcome(valid=False, stuck=bad.index(True), doomed=True)
+                    return _Outcome(valid=UNKNOWN)
             if ns is not None:
                 i = ent_op[c]
                 nh = placed ^ zop[i]
@@ -394,9 +342,9 @@ def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float,
             if o >= 0:
                 # A dead end: `o` cannot be placed here. Remember the deepest one.
                 depth = len(path_pos)
-                if not pinned and doomed[o]:  # `o` can never be placed
-                    pinned, best, give_up = True, -1, iters + _HOPELESS_BUDGET
-                if pinned and not doomed[o]:
+                if not pinned and bad[o]:  # `o` can never be placed
+                    pinned, best, give_up = True, -1, iters + _DOOMED_BUDGET
+                if pinned and not bad[o]:
                     pass
                 elif depth > best:
                     best, stuck, stuck_states = depth, o, [state]
@@ -407,7 +355,7 @@ def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float,
             if not path_pos or 0 <= give_up <= iters:
                 return _Outcome(valid=False, stuck=stuck, prefix_len=best, iterations=iters,
                                 prefix_tail=prefix_tail, states=tuple(stuck_states),
-                                hopeless=pinned)
+                                doomed=pinned)
             c = path_pos.pop()
             state = path_state.pop()
             alt = path_alt.pop()
@@ -494,7 +442,9 @@ def check_linearizable(history: Sequence[Op], model: str | Model, *, time_limit:
             out = _Outcome(valid=UNKNOWN)
         else:
             out = _search(m, ops, deadline)
-        if out.valid is False and not out.hopeless:
+            if out.valid == UNKNOWN and out.doomed:
+                out = _search(m, ops, deadline, settle=True)
+        if out.valid is False and not out.doomed:
             # The verdict stands; a short second search may find a deeper dead end to
             # report than the one the dead-state rule cut short.
             again = _search(m, ops, deadline, report=min(out.iterations, 2 * len(ops)) + 2000)

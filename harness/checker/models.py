@@ -29,6 +29,7 @@ models derive `step` from `compile`, so the two cannot disagree.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Protocol, runtime_checkable
 
@@ -303,6 +304,94 @@ class FencedRegister(Register):
     def to_json(self, state: State) -> Any:
         value, max_token = state
         return {"value": thaw(value), "max_token": max_token}
+
+
+# ---------------------------------------------------------------- what Transitions imply
+
+def needs(ops: list[tuple[Op, Op | None]], guard: list, then: list) -> tuple:
+    """For the checker's dead-state rule, from the Transitions (guard, then) of one
+    partition's ops (invoke, ok completion or None): per op the id of the state it needs
+    (ok ops with a guard) and of the state it leaves (ops with a `then`), -1 for none; how
+    many ops need and produce each id; the ids by state.
+
+    A state that an info op produces never runs out (its count starts at len(ops) + 1).
+    That only weakens the rule, and it keeps a history whose writes are all info ops a
+    hard search problem: test_linearizable.py uses one to exercise the time budget."""
+    ids: dict = {}
+    need_of, prod_of = [], []
+    for (_, comp), g, t in zip(ops, guard, then):
+        need_of.append(ids.setdefault(g, len(ids)) if g is not ANY and comp is not None else -1)
+        prod_of.append(ids.setdefault(t, len(ids)) if t is not KEEP else -1)
+    need, prod = [0] * len(ids), [0] * len(ids)
+    for (_, comp), j, k in zip(ops, need_of, prod_of):
+        if j >= 0:
+            need[j] += 1
+        if k >= 0:
+            prod[k] += 1 if comp is not None else len(ops) + 1
+    return need_of, prod_of, need, prod, ids
+
+
+def doomed(ops: list[tuple[Op, Op | None]], need_of: list, prod_of: list, init_id: int) -> list[bool]:
+    """Per op: can it certainly never be placed? An ok op r needing state s is legal only
+    after some op w leaves s (or at the start, for the initial state) with nothing placed
+    in between that leaves or needs another state. Take the w (invoked before r returns)
+    that returns last: if some other ok op x is invoked after it returns and returns
+    before r is invoked, and x leaves a state or needs one other than s, then x comes
+    between every usable w and r: r is doomed, and the history is not linearizable. When
+    one op alone leaves s, every op needing s sits in one stretch after it, so x may come
+    after any of them (the one that returns first) instead. Times as in the checker (an
+    equal call and return overlap); O(n log n). This settles stale reads and double grants
+    at once, where a search would have to exhaust the orders of all the ops before them."""
+    inf = float("inf")
+    a = [inv.time_ns for inv, _ in ops]
+    b = [comp.time_ns if comp is not None else inf for _, comp in ops]
+    # Witnesses x: ok ops that leave a state (kind -2, unequal to any need id) or need one.
+    xs = sorted((a[i], b[i], -2 if prod_of[i] >= 0 else need_of[i]) for i in range(len(ops))
+                if b[i] < inf and (prod_of[i] >= 0 or need_of[i] >= 0))
+    starts = [x[0] for x in xs]
+    # Over xs[k:]: the earliest return, its kind, and the earliest of another kind.
+    suffix = [(inf, -3, inf)] * (len(xs) + 1)
+    for k in range(len(xs) - 1, -1, -1):
+        _, end, kind = xs[k]
+        b1, k1, b2 = suffix[k + 1]
+        if end < b1:
+            suffix[k] = (end, kind, b1 if k1 != kind else b2)
+        else:
+            suffix[k] = (b1, k1, min(b2, end) if kind != k1 else b2)
+    producers: dict = {init_id: [(-inf, -inf)]}
+    for i, j in enumerate(prod_of):
+        if j >= 0:
+            producers.setdefault(j, []).append((a[i], b[i]))
+    latest: dict = {}  # state id -> (producer calls in order, running max of their returns)
+    for j, ws in producers.items():
+        ws.sort()
+        top, run = -inf, []
+        for _, end in ws:
+            top = max(top, end)
+            run.append(top)
+        latest[j] = ([w[0] for w in ws], run)
+    first: dict = {}  # state id with one producer -> the two earliest returns in its stretch
+    for j, ws in producers.items():
+        if len(ws) == 1 and j != init_id:
+            first[j] = [(ws[0][1], -1), (inf, -1)]
+    for r, j in enumerate(need_of):
+        if j in first:
+            first[j] = sorted(first[j] + [(b[r], r)])[:2]
+    out = [False] * len(ops)
+    for r, j in enumerate(need_of):
+        if j >= 0:
+            calls, run = latest.get(j, ((), ()))
+            k = bisect.bisect_right(calls, b[r])
+            last = run[k - 1] if k else None
+            if k and j in first:
+                (b1, r1), (b2, _) = first[j]
+                last = b1 if r1 != r else b2
+            if last is None:
+                out[r] = True
+            elif last < a[r]:
+                b1, k1, b2 = suffix[bisect.bisect_right(starts, last)]
+                out[r] = (b1 if k1 != j else b2) < a[r]
+    return out
 
 
 MODELS: dict[str, Model] = {
