@@ -105,7 +105,8 @@ class PotteryClient:
         # Pottery's own validity test, ttl - drift - elapsed, counted from the first SET of
         # the winning round (every round sends one SET per master, so the earliest of the
         # masters' last SETs is no later than that round's start).
-        start = min(m.last_set_ns for m in self.masters)
+        # A master this round never reached has no SET time (0): it cannot start the lease.
+        start = min((m.last_set_ns for m in self.masters if m.last_set_ns), default=time.monotonic_ns())
         valid_ms = ttl_ms - (ttl_ms * Redlock._CLOCK_DRIFT_FACTOR + 2)
         return Lease(key=key, value=value, acquired_ns=time.monotonic_ns(),
                      valid_until_ns=start + int(valid_ms * 1e6), meta={"ttl_ms": ttl_ms, "redis_key": lock.key})

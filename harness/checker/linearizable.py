@@ -25,13 +25,16 @@ exploring every interleaving of the ops in between: exponential in the concurren
   linearization), then the other candidates, first those after which it is legal;
 - the dead-state rule cuts a move that leaves state s while an unplaced ok op needs s and
   no unplaced op could bring s back, where the plain search would notice only at that
-  op's return. A history with an ok op needing a state that nothing produces is hopeless:
-  the search stops soon after its first dead end.
+  op's return.
 
-Read-only ops and the rule need a `Compiled` model (see `models.py`); a model with only
-`step` gets the same order without them. On generated histories (benchmarks/checker.py)
-the search visits about 1.2 configurations per op at 5 to 50 processes, so valid histories
-cost time linear in their length; an invalid one may still need an exhaustive search.
+On generated histories (benchmarks/checker.py) the search visits about 1.2 configurations
+per op at 5 to 50 processes, so a valid history costs time linear in its length. To call
+a history invalid, though, it must try every order, which grows with the concurrency and
+with how far back the search has to go. So a search that runs long (4 moves per op) looks
+for doomed ops (`models.doomed`: stale reads, double grants, found from real-time order
+alone); one settles the verdict, and the search then only goes on to reach it for the
+report. Read-only ops, the rule and doomed ops need a `Compiled` model (see `models.py`);
+a model with only `step` gets the same order without them.
 
 The set of placed ops is keyed by a 128-bit Zobrist hash (XOR of a random number per op,
 updated as ops are placed and removed, XORed with a random number per state) instead of a
@@ -168,9 +171,10 @@ def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float,
     """The depth-first search over one partition (see the module docstring). Raises
     whatever `model.step` or `model.compile` raises.
 
-    A search that runs long looks for doomed ops (models.doomed); if there are, it stops
-    with "unknown" and doomed=True, to be run again with `settle`: the verdict is then
-    False already, and the search only has to reach a doomed op for the report. With
+    A search that runs long or out of time looks for doomed ops (models.doomed); if there
+    are, it stops with "unknown", doomed=True and the first as `stuck`, to be run again
+    with `settle` if time allows: the verdict is False already, and the search only has to
+    reach a doomed op for the report. With
     `report` > 0 the search is for the counterexample of a partition known to be invalid:
     without the dead-state rule, which ends paths early (where a state is left, not at
     the stuck op's return), and stopping after `report` iterations."""
@@ -288,11 +292,13 @@ def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float,
         while True:
             iters += 1
             if not iters & _CLOCK_EVERY:
-                if 0 <= look_at <= iters:
+                late = clock() > deadline
+                if 0 <= look_at and (late or look_at <= iters):  # before giving up, too
                     look_at = -1
-                    if any(doomed(ops, need_of, prod_of, ids.get(model.init, -1))):
-                        return _Outcome(valid=UNKNOWN, doomed=True)
-                if clock() > deadline:
+                    found = doomed(ops, need_of, prod_of, ids.get(model.init, -1))
+                    if any(found):
+                        return _Outcome(valid=UNKNOWN, doomed=True, stuck=found.index(True))
+                if late:
                     if settle:
                         return _Outcome(valid=False, stuck=bad.index(True), doomed=True)
                     return _Outcome(valid=UNKNOWN)
@@ -442,8 +448,9 @@ def check_linearizable(history: Sequence[Op], model: str | Model, *, time_limit:
             out = _Outcome(valid=UNKNOWN)
         else:
             out = _search(m, ops, deadline)
-            if out.valid == UNKNOWN and out.doomed:
-                out = _search(m, ops, deadline, settle=True)
+            if out.valid == UNKNOWN and out.doomed:  # False: search on for the report if time allows
+                out = _search(m, ops, deadline, settle=True) if time.monotonic() < deadline \
+                    else _Outcome(valid=False, stuck=out.stuck, doomed=True)
         if out.valid is False and not out.doomed:
             # The verdict stands; a short second search may find a deeper dead end to
             # report than the one the dead-state rule cut short.

@@ -314,9 +314,10 @@ def needs(ops: list[tuple[Op, Op | None]], guard: list, then: list) -> tuple:
     (ok ops with a guard) and of the state it leaves (ops with a `then`), -1 for none; how
     many ops need and produce each id; the ids by state.
 
-    A state that an info op produces never runs out (its count starts at len(ops) + 1).
-    That only weakens the rule, and it keeps a history whose writes are all info ops a
-    hard search problem: test_linearizable.py uses one to exercise the time budget."""
+    A state that an info op produces never runs out (its count starts at len(ops) + 1),
+    and `doomed` does not treat an info op as the only producer of a state. Both only
+    weaken what is inferred; they keep a history whose writes are all info ops a hard
+    search problem, which test_linearizable.py uses to exercise the time budget."""
     ids: dict = {}
     need_of, prod_of = [], []
     for (_, comp), g, t in zip(ops, guard, then):
@@ -372,7 +373,7 @@ def doomed(ops: list[tuple[Op, Op | None]], need_of: list, prod_of: list, init_i
         latest[j] = ([w[0] for w in ws], run)
     first: dict = {}  # state id with one producer -> the two earliest returns in its stretch
     for j, ws in producers.items():
-        if len(ws) == 1 and j != init_id:
+        if len(ws) == 1 and j != init_id and ws[0][1] < inf:  # info producers: see needs()
             first[j] = [(ws[0][1], -1), (inf, -1)]
     for r, j in enumerate(need_of):
         if j in first:

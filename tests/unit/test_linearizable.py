@@ -116,7 +116,7 @@ def hard_history(n: int = 22) -> list[Op]:
 
 
 def test_time_budget_gives_unknown():
-    result = check_linearizable(hard_history(), "register", time_limit=0.05)
+    result = check_linearizable(hard_history(40), "register", time_limit=0.05)
     assert result.valid == UNKNOWN
     assert result.summary["unknown_keys"] == ["x"]
     assert "time limit" in result.details["reason"]
