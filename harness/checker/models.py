@@ -29,6 +29,7 @@ models derive `step` from `compile`, so the two cannot disagree.
 
 from __future__ import annotations
 
+import abc
 import bisect
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Protocol, runtime_checkable
@@ -106,7 +107,7 @@ def compiler(model: Any) -> Callable[[Op, Op | None], Transition | None] | None:
     return model.compile if issubclass(owner["compile"], owner["step"]) else None
 
 
-class Model:
+class Model(abc.ABC):
     """Base class of a sequential specification (see the module docstring).
 
     Subclasses set `name` and `fs` (the op functions they understand) and implement
@@ -119,15 +120,16 @@ class Model:
     fs: frozenset[str] = frozenset()
 
     @property
+    @abc.abstractmethod
     def init(self) -> State:
-        raise NotImplementedError
+        """The state before any op."""
 
     def relevant(self, op: Op) -> bool:
         return op.process != NEMESIS and op.f in self.fs
 
+    @abc.abstractmethod
     def step(self, state: State, inv: Op, comp: Op | None) -> State | None:
         """The state after `inv` takes effect in `state`, or None if it cannot (illegal)."""
-        raise NotImplementedError
 
     def prune(self, ops: list[tuple[Op, Op | None]]) -> list[tuple[Op, Op | None]]:
         """Drop ops no linearization needs. `ops` is one partition as (invoke, completion)
