@@ -40,6 +40,16 @@ class Node:
         return {k: getattr(self, k) for k in self.__slots__}
 
 
+def node_named(nodes: Mapping[str, Node], name: str) -> Node:
+    """One node by name, or a BadArgument listing the names there are."""
+    from harness.errors import BadArgument
+
+    try:
+        return nodes[name]
+    except KeyError:
+        raise BadArgument(f"no node named {name!r}; nodes are: {', '.join(nodes)}") from None
+
+
 @runtime_checkable
 class Cluster(Protocol):
     run_id: str

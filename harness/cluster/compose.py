@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from harness.cluster.base import Node
+from harness.cluster.base import Node, node_named
 from harness.errors import BadArgument, ClusterError, MissingDependency, NemesisError
 
 PROJECT = "chaoslock"
@@ -263,10 +263,7 @@ class ComposeCluster:
         return list(self._nodes.values())
 
     def node(self, name: str) -> Node:
-        try:
-            return self._nodes[name]
-        except KeyError:
-            raise BadArgument(f"no node named {name!r}; nodes are: {', '.join(self._nodes)}") from None
+        return node_named(self._nodes, name)
 
     def client_nodes(self, index: int) -> list[Node]:
         """The lock nodes as worker `index` (0-based) must reach them: through its proxies."""

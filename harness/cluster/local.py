@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from harness.cluster.base import Node, ProcState, ServerKind
+from harness.cluster.base import Node, ProcState, ServerKind, node_named
 from harness.errors import BadArgument, ClusterError, MissingDependency, PortInUse
 
 RUN_ENV = "CHAOSLOCK_RUN"
@@ -101,10 +101,7 @@ class LocalCluster:
         return list(self._nodes.values())
 
     def node(self, name: str) -> Node:
-        try:
-            return self._nodes[name]
-        except KeyError:
-            raise BadArgument(f"no node named {name!r}; nodes are: {', '.join(self._nodes)}") from None
+        return node_named(self._nodes, name)
 
     def lock_nodes(self) -> list[Node]:
         return [n for n in self._nodes.values() if n.role == "lock"]
