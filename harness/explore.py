@@ -10,6 +10,8 @@ miss a break that exists: the boundary reported is an upper bound for that seed,
 
 from __future__ import annotations
 
+from typing import Callable
+
 import click
 
 from harness.errors import BadArgument
@@ -40,6 +42,20 @@ def probe(backend: str, fault: str, x: float, seeds: int, time_limit: float, sto
     return False, total
 
 
+def bisect_boundary(breaks: Callable[[float], bool], lo: float, hi: float, steps: int) -> tuple[str, float, float]:
+    """Probe hi, then lo, then bisect `steps` times. Returns ("never", lo, hi) when even hi
+    holds, ("below", lo, hi) when lo already breaks, else ("between", held, broke): the
+    largest multiple that held and the smallest that broke."""
+    if not breaks(hi):
+        return "never", lo, hi
+    if breaks(lo):
+        return "below", lo, hi
+    for _ in range(steps):
+        mid = round((lo + hi) / 2, 4)
+        lo, hi = (lo, mid) if breaks(mid) else (mid, hi)
+    return "between", lo, hi
+
+
 @click.command()
 @click.option("--backend", "-b", required=True)
 @click.option("--fault", type=click.Choice(sorted(FAULTS)), default="pause-holder", show_default=True)
@@ -59,24 +75,21 @@ def explore(backend, fault, vary, lo, hi, steps, seeds, ttl_ms, time_limit, stor
     plugins.backend_class(backend)
     if not 0 < lo < hi:
         raise BadArgument(f"--lo ({lo}) must be positive and below --hi ({hi})")
-    seen: dict[float, bool] = {}
+    if not 0 <= steps <= 20 or not 1 <= seeds <= 20 or ttl_ms < 100:
+        raise BadArgument("--steps must be 0..20, --seeds 1..20 and --ttl at least 100 ms")
 
     def breaks(x: float) -> bool:
         b, v = probe(backend, fault, x, seeds, time_limit, store, ttl_ms)
-        seen[x] = b
         print(f"  {fault} {x:.3f} x TTL ({x * ttl_ms / 1000:.2f} s): {'BREAKS' if b else 'holds'} ({v} violations)")
         return b
 
     print(f"explore {backend} under {fault}, {lo}..{hi} x TTL ({ttl_ms} ms)")
-    if not breaks(hi):
+    kind, lo, hi = bisect_boundary(breaks, lo, hi, steps)
+    if kind == "never":
         print(f"no break even at {hi} x TTL: mutual exclusion held at every probe")
-        return 0
-    if breaks(lo):
+    elif kind == "below":
         print(f"breaks already at {lo} x TTL: the boundary is at or below it")
-        return 0
-    for _ in range(steps):
-        mid = round((lo + hi) / 2, 4)
-        lo, hi = (lo, mid) if breaks(mid) else (mid, hi)
-    print(f"boundary: mutual exclusion breaks from about {hi:.3f} x TTL ({hi * ttl_ms / 1000:.2f} s); "
-          f"it held at {lo:.3f} x TTL")
+    else:
+        print(f"boundary: mutual exclusion breaks from about {hi:.3f} x TTL ({hi * ttl_ms / 1000:.2f} s); "
+              f"it held at {lo:.3f} x TTL")
     return 0

@@ -6,18 +6,25 @@ one or two variants (without and with fencing) and an expected outcome per varia
 stated as a predicate over the run's summary and history. Every seed is a real run on
 real servers; the table printed says expected vs observed per seed, and the exit code is
 1 when any seed missed its expectation.
+
+A campaign writes <store>/reproduce/<timestamp>/rows.jsonl, one line per run as it
+completes (a campaign cut short keeps every finished run), and summary.md, the
+per-scenario table. `chaos reproduce --summarize FILE...` merges the rows of several
+campaigns (say seeds 1-5 and 6-10) into one table without running anything.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
 
 import click
 
 from harness.checker.lock import holding_windows
-from harness.errors import BadArgument
+from harness.errors import BadArgument, BadHistory
 from harness.history import NEMESIS, Op, read_history
 
 
@@ -155,7 +162,8 @@ def first_violation_s(results: dict, history: Sequence[Op]) -> float | None:
     return round((min(o["start_ns"] for o in overlaps_) - t0) / 1e9, 2)
 
 
-def run_scenario(sc: Scenario, seeds: Sequence[int], *, time_limit: float, store: str, echo=print) -> list[dict]:
+def run_scenario(sc: Scenario, seeds: Sequence[int], *, time_limit: float, store: str, echo=print,
+                 on_row: Callable[[dict], None] = lambda row: None) -> list[dict]:
     from harness.runner import run
     from harness.spec import TestSpec
 
@@ -181,11 +189,92 @@ def run_scenario(sc: Scenario, seeds: Sequence[int], *, time_limit: float, store
                    "stale_rejected": summary.get("stale_writes_rejected"), "lost": summary.get("lost_updates"),
                    "first_violation_s": first_violation_s(out.results, history), "run_dir": str(out.run_dir)}
             rows.append(row)
+            on_row(row)
             echo(f"{sc.name:24} {variant:8} seed {seed:3}  expected {expect.verdict:6} ({expect.says}): "
                  f"{'MATCH' if ok else 'MISS '}  violations={row['violations']} stale accepted/rejected="
                  f"{row['stale_accepted']}/{row['stale_rejected']} lost={row['lost']} "
                  f"first violation at {row['first_violation_s']} s")
     return rows
+
+
+# --- the campaign's record and its table ------------------------------------------------
+def _span(values: list[float]) -> str:
+    if not values:
+        return "none"
+    lo, hi = min(values), max(values)
+    return f"{lo:g}" if lo == hi else f"{lo:g}-{hi:g}"
+
+
+def summarize(rows: Iterable[dict]) -> list[dict]:
+    """One line per scenario and variant, in the order first seen: seeds run, seeds that
+    reached the expected verdict, the spread of the time to the first overlap, and the
+    data-safety counts (what a safe variant must keep at zero)."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["scenario"], r["variant"]), []).append(r)
+    out = []
+    for (scenario, variant), rs in groups.items():
+        seeds = sorted({r["seed"] for r in rs})
+        firsts = [r["first_violation_s"] for r in rs if r.get("first_violation_s") is not None]
+        out.append({"scenario": scenario, "variant": variant, "expected": rs[0]["expected"],
+                    "seeds": len(rs), "seed_range": f"{seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else str(seeds[0]),
+                    "hits": sum(1 for r in rs if r["matched"]), "first_violation_s": _span(firsts),
+                    "runs_with_overlap": sum(1 for r in rs if (r.get("violations") or 0) > 0),
+                    "stale_accepted": sum(r.get("stale_accepted") or 0 for r in rs),
+                    "stale_rejected": sum(r.get("stale_rejected") or 0 for r in rs),
+                    "lost": sum(r.get("lost") or 0 for r in rs)})
+    return out
+
+
+def summary_table(rows: Iterable[dict]) -> str:
+    """The per-scenario table as Markdown (what the README shows)."""
+    lines = ["| scenario | variant | expected | seeds | reached expected verdict | runs with two holders "
+             "| first violation (s) | stale writes accepted / rejected | lost updates |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for g in summarize(rows):
+        lines.append(f"| {g['scenario']} | {g['variant']} | {g['expected']} | {g['seed_range']} "
+                     f"| {g['hits']}/{g['seeds']} | {g['runs_with_overlap']}/{g['seeds']} | {g['first_violation_s']} "
+                     f"| {g['stale_accepted']} / {g['stale_rejected']} | {g['lost']} |")
+    return "\n".join(lines)
+
+
+ROW_FIELDS = ("scenario", "variant", "seed", "expected", "matched")
+
+
+def read_rows(paths: Sequence[str]) -> list[dict]:
+    """Rows from rows.jsonl files (or the `--json` output) of earlier campaigns."""
+    rows = []
+    for path in paths:
+        p = Path(path)
+        if p.is_dir():
+            p = p / "rows.jsonl"
+        if not p.is_file():
+            raise BadArgument(f"{path}: no such file; give a campaign's rows.jsonl or its directory")
+        for n, line in enumerate(p.read_text().splitlines(), 1):
+            if not line.startswith("{"):
+                continue  # the `--json` output mixes the per-seed text lines with the rows
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise BadHistory(f"{p}:{n}: not a JSON row ({e.msg})") from None
+            missing = [k for k in ROW_FIELDS if k not in row]
+            if missing:
+                raise BadHistory(f"{p}:{n}: a reproduce row needs {', '.join(ROW_FIELDS)}; missing {', '.join(missing)}")
+            rows.append(row)
+    if not rows:
+        raise BadArgument(f"no reproduce rows in {', '.join(paths)}")
+    return rows
+
+
+def campaign_dir(store: str) -> Path:
+    root = Path(store) / "reproduce"
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    d, n = root / stamp, 1
+    while d.exists():
+        n += 1
+        d = root / f"{stamp}-{n}"
+    d.mkdir(parents=True)
+    return d
 
 
 @click.command()
@@ -196,23 +285,48 @@ def run_scenario(sc: Scenario, seeds: Sequence[int], *, time_limit: float, store
 @click.option("--time-limit", type=float, default=25.0, show_default=True, help="seconds per run (at most 60)")
 @click.option("--store", default="store", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="print the rows as JSON lines")
-def reproduce(name, all_, seeds, first_seed, time_limit, store, as_json):
+@click.option("--summarize", "summarize_paths", multiple=True, metavar="ROWS",
+              help="run nothing: print the table of earlier campaigns' rows.jsonl (repeatable)")
+def reproduce(name, all_, seeds, first_seed, time_limit, store, as_json, summarize_paths):
     """Run known-result scenarios; exit 1 if any seed misses its expected verdict."""
+    if summarize_paths:
+        if name or all_:
+            raise BadArgument("--summarize reads earlier rows and runs nothing; drop the scenario name / --all")
+        rows = read_rows(summarize_paths)
+        print(summary_table(rows))
+        return 1 if any(not r["matched"] for r in rows) else 0
     if all_ == bool(name):
         raise BadArgument(f"name one scenario or use --all; scenarios: {', '.join(SCENARIOS)}")
     if name and name not in SCENARIOS:
         raise BadArgument(f"unknown scenario {name!r}; choose one of: {', '.join(SCENARIOS)}")
     if not 1 <= seeds <= 100 or not 5 <= time_limit <= 60:
         raise BadArgument("--seeds must be 1..100 and --time-limit 5..60 seconds")
+    out_dir = campaign_dir(store)
+    rows_file = (out_dir / "rows.jsonl").open("a")
+
+    def record(row: dict) -> None:
+        rows_file.write(json.dumps(row) + "\n")
+        rows_file.flush()
+
     rows = []
-    for sc in (SCENARIOS.values() if all_ else [SCENARIOS[name]]):
-        rows += run_scenario(sc, range(first_seed, first_seed + seeds), time_limit=time_limit, store=store)
+    try:
+        for sc in (SCENARIOS.values() if all_ else [SCENARIOS[name]]):
+            rows += run_scenario(sc, range(first_seed, first_seed + seeds), time_limit=time_limit, store=store,
+                                 on_row=record)
+    finally:  # a campaign cut short (Ctrl-C) still leaves the table of the runs it finished
+        rows_file.close()
+        if rows:
+            (out_dir / "summary.md").write_text(
+                f"`chaos reproduce {name or '--all'} --seeds {seeds} --first-seed {first_seed} "
+                f"--time-limit {time_limit:g}`, {time.strftime('%Y-%m-%d')}\n\n{summary_table(rows)}\n")
+    table = summary_table(rows)
     if as_json:
         for r in rows:
             print(json.dumps(r))
     missed = [r for r in rows if not r["matched"]]
-    print(f"{len(rows) - len(missed)}/{len(rows)} runs reached their expected verdict")
+    print(table)
+    print(f"{len(rows) - len(missed)}/{len(rows)} runs reached their expected verdict; rows and table in {out_dir}")
     return 1 if missed else 0
 
 
-__all__ = ["SCENARIOS", "Scenario", "Expect", "reproduce", "run_scenario"]
+__all__ = ["SCENARIOS", "Scenario", "Expect", "reproduce", "run_scenario", "summarize", "summary_table", "read_rows"]

@@ -85,3 +85,10 @@ def test_shape_schedule_artifacts_junit_cleanup():
     assert down["if"] == "always()"
     assert steps.index(run) < steps.index(down)
     assert any(s.get("run", "").strip() == "make install" for s in steps)
+
+
+def test_reproduce_job_runs_every_scenario_with_ten_seeds():
+    job = _doc()["jobs"]["reproduce"]
+    run = next(s for s in job["steps"] if "chaos reproduce" in s.get("run", ""))["run"]
+    assert "--all" in run and "--seeds 10" in run and "if" not in job
+    assert any("cluster down --all" in s.get("run", "") and s.get("if") == "always()" for s in job["steps"])
