@@ -87,13 +87,15 @@ def stuck_after_crash(s: dict, h: Sequence[Op]) -> bool:
 def minority_blocked(s: dict, h: Sequence[Op]) -> bool:
     """While a client could reach only a minority, it acquired nothing; others did; and
     there were never two holders."""
+    # The client is certainly cut from the cut's completion to the invocation of its heal
+    # (the rules may go at any moment while the heal runs).
     cuts, start = [], None
     for o in sorted(h, key=lambda o: o.time_ns):
-        if o.process != NEMESIS or o.type != "ok":
+        if o.process != NEMESIS:
             continue
-        if o.f == "partition-client":
+        if o.f == "partition-client" and o.type == "ok":
             start = (o.time_ns, o.value["worker"])
-        elif o.f == "heal-client" and start:
+        elif o.f == "heal-client" and o.type == "invoke" and start:
             cuts.append((start[0], o.time_ns, start[1]))
             start = None
     if not cuts or (s.get("violations") or 0) != 0:
@@ -162,13 +164,44 @@ def first_violation_s(results: dict, history: Sequence[Op]) -> float | None:
     return round((min(o["start_ns"] for o in overlaps_) - t0) / 1e9, 2)
 
 
+def judge(scenario: str, variant: str, seed: int, run_dir: Path) -> dict:
+    """Judge one recorded run against its scenario's expectation: the row of the table.
+    Works on any run dir, so a stored campaign can be re-judged (`--recheck`)."""
+    from results.store import read_results
+
+    expect = SCENARIOS[scenario].variants[variant][1]
+    results = read_results(run_dir)
+    history = read_history(run_dir / "history.jsonl")
+    spec = json.loads((run_dir / "spec.json").read_text())
+    summary = dict(results["summary"], concurrency=spec.get("concurrency"))
+    errors = []
+    try:
+        ok = bool(expect.holds(summary, history))
+    except Exception as e:  # a predicate that cannot decide is a miss, never a pass
+        ok, errors = False, [f"{type(e).__name__}: {e}"]
+    row = {"scenario": scenario, "variant": variant, "seed": seed, "expected": expect.verdict,
+           "matched": ok, "violations": summary.get("violations"),
+           "stale_accepted": summary.get("stale_writes_accepted"),
+           "stale_rejected": summary.get("stale_writes_rejected"), "lost": summary.get("lost_updates"),
+           "first_violation_s": first_violation_s(results, history), "run_dir": str(run_dir)}
+    return dict(row, errors=errors) if errors else row
+
+
+def describe(row: dict) -> str:
+    says = SCENARIOS[row["scenario"]].variants[row["variant"]][1].says
+    return (f"{row['scenario']:24} {row['variant']:8} seed {row['seed']:3}  expected {row['expected']:6} ({says}): "
+            f"{'MATCH' if row['matched'] else 'MISS '}  violations={row['violations']} stale accepted/rejected="
+            f"{row['stale_accepted']}/{row['stale_rejected']} lost={row['lost']} "
+            f"first violation at {row['first_violation_s']} s")
+
+
 def run_scenario(sc: Scenario, seeds: Sequence[int], *, time_limit: float, store: str, echo=print,
                  on_row: Callable[[dict], None] = lambda row: None) -> list[dict]:
     from harness.runner import run
     from harness.spec import TestSpec
 
     rows = []
-    for variant, (overrides, expect) in sc.variants.items():
+    for variant, (overrides, _) in sc.variants.items():
         for seed in seeds:
             kw = dict(sc.spec, **overrides)
             kw["options"] = dict(kw.get("options", {}))
@@ -177,23 +210,10 @@ def run_scenario(sc: Scenario, seeds: Sequence[int], *, time_limit: float, store
             out = run(spec, progress=False)
             if out.interrupted:  # Ctrl-C ends the whole batch, after this run's teardown
                 raise KeyboardInterrupt
-            history = read_history(out.run_dir / "history.jsonl")
-            summary = dict(out.summary, concurrency=spec.concurrency)
-            try:
-                ok = bool(expect.holds(summary, history))
-            except Exception as e:  # a predicate that cannot decide is a miss, never a pass
-                ok, summary["errors"] = False, [f"{type(e).__name__}: {e}"]
-            row = {"scenario": sc.name, "variant": variant, "seed": seed, "expected": expect.verdict,
-                   "matched": ok, "violations": summary.get("violations"),
-                   "stale_accepted": summary.get("stale_writes_accepted"),
-                   "stale_rejected": summary.get("stale_writes_rejected"), "lost": summary.get("lost_updates"),
-                   "first_violation_s": first_violation_s(out.results, history), "run_dir": str(out.run_dir)}
+            row = judge(sc.name, variant, seed, out.run_dir)
             rows.append(row)
             on_row(row)
-            echo(f"{sc.name:24} {variant:8} seed {seed:3}  expected {expect.verdict:6} ({expect.says}): "
-                 f"{'MATCH' if ok else 'MISS '}  violations={row['violations']} stale accepted/rejected="
-                 f"{row['stale_accepted']}/{row['stale_rejected']} lost={row['lost']} "
-                 f"first violation at {row['first_violation_s']} s")
+            echo(describe(row))
     return rows
 
 
@@ -266,6 +286,16 @@ def read_rows(paths: Sequence[str]) -> list[dict]:
     return rows
 
 
+def rejudge(row: dict) -> dict:
+    run_dir = Path(row.get("run_dir") or "")
+    if row["scenario"] not in SCENARIOS or row["variant"] not in SCENARIOS[row["scenario"]].variants:
+        raise BadArgument(f"row {row['scenario']}/{row['variant']} seed {row['seed']}: no such scenario variant today")
+    if not (run_dir / "results.json").is_file() or not (run_dir / "history.jsonl").is_file():
+        raise BadArgument(f"row {row['scenario']}/{row['variant']} seed {row['seed']}: its run dir {run_dir} "
+                          "is gone (needs results.json and history.jsonl); summarize without --recheck")
+    return judge(row["scenario"], row["variant"], row["seed"], run_dir)
+
+
 def campaign_dir(store: str) -> Path:
     root = Path(store) / "reproduce"
     stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -287,12 +317,19 @@ def campaign_dir(store: str) -> Path:
 @click.option("--json", "as_json", is_flag=True, help="print the rows as JSON lines")
 @click.option("--summarize", "summarize_paths", multiple=True, metavar="ROWS",
               help="run nothing: print the table of earlier campaigns' rows.jsonl (repeatable)")
-def reproduce(name, all_, seeds, first_seed, time_limit, store, as_json, summarize_paths):
+@click.option("--recheck", is_flag=True, help="with --summarize: judge the stored runs again with today's predicates")
+def reproduce(name, all_, seeds, first_seed, time_limit, store, as_json, summarize_paths, recheck):
     """Run known-result scenarios; exit 1 if any seed misses its expected verdict."""
+    if recheck and not summarize_paths:
+        raise BadArgument("--recheck re-judges stored runs: give their rows with --summarize ROWS")
     if summarize_paths:
         if name or all_:
             raise BadArgument("--summarize reads earlier rows and runs nothing; drop the scenario name / --all")
         rows = read_rows(summarize_paths)
+        if recheck:
+            rows = [rejudge(r) for r in rows]
+            for r in rows:
+                print(describe(r))
         print(summary_table(rows))
         return 1 if any(not r["matched"] for r in rows) else 0
     if all_ == bool(name):

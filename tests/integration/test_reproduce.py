@@ -2,7 +2,7 @@
 
 gc-pause, both variants, one seed each: without fencing the paused holder's late write
 lands (two holders, data broken); with fencing the store refuses it. The campaign leaves
-rows.jsonl and summary.md behind, and --summarize re-reads them. explore with no
+rows.jsonl and summary.md behind, and --summarize --recheck judges its runs again. explore with no
 bisection steps probes its two ends: a pause of 3 x TTL must break mutual exclusion.
 """
 
@@ -31,8 +31,9 @@ def test_gc_pause_reaches_both_expected_verdicts(tmp_path):
     (campaign,) = (tmp_path / "reproduce").iterdir()
     assert len((campaign / "rows.jsonl").read_text().splitlines()) == 2
     assert "| gc-pause | fenced | safe | 1 | 1/1 |" in (campaign / "summary.md").read_text()
-    again = chaos("reproduce", "--summarize", str(campaign))
+    again = chaos("reproduce", "--summarize", str(campaign), "--recheck")  # judges the stored runs anew
     assert again.returncode == 0 and "| gc-pause | nofence | unsafe | 1 | 1/1 |" in again.stdout
+    assert again.stdout.count("MATCH") == 2
 
 
 def test_explore_finds_a_long_pause_breaks_redis(tmp_path):

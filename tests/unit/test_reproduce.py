@@ -61,8 +61,9 @@ def test_without_a_crash_or_without_attempts_there_is_nothing_to_show():
 
 # --- partition-minority -----------------------------------------------------------------
 def cut(worker: int, a: float, b: float) -> list[Op]:
-    return [op(a, NEMESIS, "ok", "partition-client", value={"worker": worker}),
-            op(b, NEMESIS, "ok", "heal-client", value={"worker": worker})]
+    return [op(a - 5, NEMESIS, "invoke", "partition-client"),
+            op(a, NEMESIS, "ok", "partition-client", value={"worker": worker}),
+            op(b, NEMESIS, "invoke", "heal-client"), op(b + 5, NEMESIS, "ok", "heal-client")]
 
 
 def test_the_cut_client_acquires_nothing_while_others_do():
@@ -73,6 +74,13 @@ def test_the_cut_client_acquires_nothing_while_others_do():
 def test_an_acquire_by_the_cut_client_while_cut_is_a_miss():
     h = cut(0, 100, 200) + hold(0, 150, 160) + hold(1, 170, 180)
     assert minority_blocked({"violations": 0, "concurrency": 3}, h) is False
+
+
+def test_an_acquire_while_the_heal_runs_is_not_held_against_the_cut():
+    # seed 9 of etcd-partition-minority: the heal was invoked at 17.00 s, returned at 17.06 s,
+    # and the cut client acquired at 17.05 s: after its rules may already have gone.
+    h = cut(1, 100, 200) + hold(2, 120, 160) + [op(150, 1, "invoke", "acquire"), op(203, 1, "ok", "acquire")]
+    assert minority_blocked({"violations": 0, "concurrency": 3}, h) is True
 
 
 def test_the_majority_side_must_make_progress():
@@ -125,6 +133,13 @@ def test_rows_merge_from_campaign_files_and_json_output(tmp_path):
     assert [r["seed"] for r in rows] == [1, 2, 3]
 
 
+def test_recheck_names_a_run_dir_that_is_gone(tmp_path):
+    p = tmp_path / "rows.jsonl"
+    p.write_text(json.dumps(dict(row(1), run_dir=str(tmp_path / "gone"))) + "\n")
+    r = chaos("reproduce", "--summarize", str(p), "--recheck")
+    assert r.returncode == 254 and "is gone" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_summarize_cli_prints_the_merged_table_and_fails_on_a_miss(tmp_path):
     p = tmp_path / "rows.jsonl"
     p.write_text(json.dumps(row(1)) + "\n" + json.dumps(row(2, matched=False)) + "\n")
@@ -151,6 +166,7 @@ def test_bad_rows_get_one_sentence(tmp_path, content, words):
     (["gc-paws"], "unknown scenario 'gc-paws'"),
     (["gc-pause", "--time-limit", "90"], "--time-limit 5..60"),
     (["gc-pause", "--summarize", "x"], "runs nothing"),
+    (["--recheck"], "give their rows with --summarize"),
 ])
 def test_reproduce_bad_arguments(args, words):
     r = chaos("reproduce", *args)
