@@ -7,7 +7,7 @@ import pytest
 
 from harness.explore import bisect_boundary
 from harness.history import NEMESIS, Op
-from harness.reproduce import (first_violation_s, foreign_releases, minority_blocked, read_rows,
+from harness.reproduce import (first_violation_s, foreign_releases, minority_blocked, read_rows, seed_ranges,
                                stuck_after_crash, summarize, summary_table)
 from tests.conftest import chaos
 
@@ -115,8 +115,15 @@ def test_summary_counts_hits_and_spans_the_first_violation():
     assert g["runs_with_overlap"] == 2 and g["stale_accepted"] == 4 and g["lost"] == 4
 
 
-def test_summary_keeps_variants_apart_in_the_order_seen():
-    rows = [row(1), row(1, variant="fenced", stale=(0, 2), lost=0), row(2)]
+def test_seed_ranges_are_compressed():
+    assert seed_ranges([8, 1, 2, 3, 5, 7]) == "1-3, 5, 7-8" and seed_ranges([4]) == "4"
+
+
+def test_summary_keeps_variants_apart_in_the_catalogue_order():
+    redlock = dict(row(1), scenario="redlock-clock-jump")
+    rows = [redlock, row(1), row(1, variant="fenced", stale=(0, 2), lost=0), row(2)]
+    assert [g["scenario"] for g in summarize(rows)] == ["gc-pause", "gc-pause", "redlock-clock-jump"]
+    rows = rows[1:]
     groups = summarize(rows)
     assert [(g["variant"], g["seeds"]) for g in groups] == [("nofence", 2), ("fenced", 1)]
     table = summary_table(rows)
