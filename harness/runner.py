@@ -76,6 +76,7 @@ class Workers:
         self.stop_event = self.ctx.Event()
         self.go = self.ctx.Event()
         self.clocks = self.ctx.Array("d", spec.concurrency, lock=False)  # wall-clock offsets
+        self.holding = self.ctx.Array("b", spec.concurrency, lock=False)  # 1 while a worker holds the lock
         self.procs: list[Any] = []
         self.paused: set[int] = set()
         lock_nodes = tuple(n for n in cluster.nodes if n.role == "lock")
@@ -84,14 +85,22 @@ class Workers:
             # Compose workers reach the servers through their own toxiproxy proxies.
             nodes = tuple(cluster.client_nodes(i)) if hasattr(cluster, "client_nodes") else lock_nodes
             args = WorkerArgs(index=i, spec=spec, nodes=nodes, store=store_node, netns=cluster.client_netns[i],
-                              clocks=self.clocks, log_path=str(log_dir / f"worker-c{i + 1}.log") if log_dir else None)
+                              clocks=self.clocks, holding=self.holding,
+                              log_path=str(log_dir / f"worker-c{i + 1}.log") if log_dir else None)
             self.procs.append(self.ctx.Process(target=worker_main, args=(args, self.queue, self.stop_event, self.go),
                                                name=f"chaos-worker-{i}", daemon=True))
 
     def start(self, timeout: float = 60.0) -> None:
         """Spawn every worker, wait until each has opened its client, then let them go."""
-        for p in self.procs:
-            p.start()
+        # Ctrl-C waits until every worker is spawned: a parent interrupted while it pickles a
+        # worker's arguments leaves a child dying with a traceback. The children inherit the
+        # block and lift it once they ignore SIGINT (the runner owns Ctrl-C).
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            for p in self.procs:
+                p.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
         ready: set[int] = set()
         deadline = time.monotonic() + timeout
         while len(ready) < len(self.procs):
@@ -109,9 +118,26 @@ class Workers:
     def pid(self, index: int) -> int:
         return self.procs[index].pid
 
-    def pause(self, index: int) -> None:
-        os.kill(self.pid(index), signal.SIGSTOP)
+    def pause(self, index: int, wait_s: float = 1.0) -> bool:
+        """SIGSTOP a worker and wait until the kernel says it is stopped; False if it did
+        not stop within wait_s (it is still counted as paused and resumed later)."""
+        pid = self.pid(index)
+        os.kill(pid, signal.SIGSTOP)
         self.paused.add(index)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] in ("T", "t"):
+                        return True
+            except OSError:
+                return False
+            time.sleep(0.001)
+        return False
+
+    def holding_lock(self, index: int) -> bool:
+        """The worker's own flag: between an ok acquire and the invocation of its release."""
+        return bool(self.holding[index])
 
     def resume(self, index: int) -> None:
         os.kill(self.pid(index), signal.SIGCONT)
@@ -195,6 +221,8 @@ def run(spec: TestSpec, *, progress: bool = True) -> RunOutcome:
                 d = workers.queue.get(timeout=max(0.0, deadline - time.monotonic()) if block_s else 0.0001)
             except queue_mod.Empty:
                 return
+            if READY in d:  # a worker that opened its client after a Ctrl-C cut start() short
+                continue
             op = history.append(op_from_dict(d, "worker"))
             live.see(op)
             if schedule is not None:
@@ -207,8 +235,10 @@ def run(spec: TestSpec, *, progress: bool = True) -> RunOutcome:
         except Exception as e:
             done = replace(inv, time_ns=now_ns(), type="info", error=f"{type(e).__name__}: {e}"[:300])
         history.append(done)
+        if schedule is not None:  # a reactive nemesis may answer its own op's outcome
+            schedule.update(Context(time=(done.time_ns - t0) / 1e9), done)
         live.faults = [f for f in live.faults if f != p.f]
-        if p.phase == "fault":
+        if p.phase == "fault" and done.type != "fail":
             live.faults.append(p.f)
         elif p.phase in ("heal", "final"):
             live.faults = []
@@ -247,21 +277,25 @@ def run(spec: TestSpec, *, progress: bool = True) -> RunOutcome:
     except KeyboardInterrupt:
         interrupted = True
         show.status("interrupted: healing and stopping")
-    finally:
+    finally:  # each step on its own: whatever fails, the cluster still comes down
         try:
             nemesis.teardown()
         except Exception as e:
             errors.append(f"nemesis teardown: {e}")
-        if workers is not None:
-            workers.stop(grace=spec.ttl_ms / 1000 + spec.acquire_timeout + 2)
-            drain(0.2)
-        if started:
-            _final_read(spec, cluster, history)
-        history.close()
-        t = time.monotonic()
-        cluster.down()
-        timings["cluster_down_s"] = round(time.monotonic() - t, 3)
-        show.close()
+        try:
+            if workers is not None:
+                workers.stop(grace=spec.ttl_ms / 1000 + spec.acquire_timeout + 2)
+                drain(0.2)
+            if started:
+                _final_read(spec, cluster, history)
+        except Exception as e:
+            errors.append(f"stopping the workers: {type(e).__name__}: {e}")
+        finally:
+            history.close()
+            t = time.monotonic()
+            cluster.down()
+            timings["cluster_down_s"] = round(time.monotonic() - t, 3)
+            show.close()
     from harness.analysis import analyse
 
     if spec.options.get("clock_target") == "clients" and "clock-skew" in spec.nemesis:

@@ -38,15 +38,26 @@ class WorkerArgs:
     store: Any  # Node of the resource server
     netns: str | None = None
     clocks: Any = None  # shared array of wall-clock offsets, one per worker (in-process skew)
+    holding: Any = None  # shared flags, one per worker: 1 from an ok acquire to its release (pause-holder aims by it)
     log_path: str | None = None  # where the client libraries' own logging goes
 
 
 class Recorder:
-    def __init__(self, queue, process: int):
+    """Sends ops to the runner. It also keeps this worker's flag in the shared `holding`
+    array: set on an ok acquire, cleared before a release is invoked, so a process stopped
+    while its flag is set is certainly stopped inside its critical section."""
+
+    def __init__(self, queue, process: int, holding=None, index: int = 0):
         self.queue = queue
         self.process = process
+        self.holding, self.index = holding, index
 
     def __call__(self, type_: str, f: str, **kw) -> None:
+        if self.holding is not None and f in ("acquire", "release"):
+            if f == "release" and type_ == "invoke":
+                self.holding[self.index] = 0
+            elif f == "acquire" and type_ == "ok":
+                self.holding[self.index] = 1
         d = {"time_ns": now_ns(), "process": self.process, "type": type_, "f": f}
         d.update({k: v for k, v in kw.items() if v is not None})
         self.queue.put(d)
@@ -56,6 +67,7 @@ def worker_main(args: WorkerArgs, queue, stop, go) -> None:
     """Entry point of a worker process. Says READY once its client is open, starts when
     `go` is set (so every worker starts together), returns when `stop` is set."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner owns Ctrl-C and stops us
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})  # blocked while we were spawned
     if args.log_path:
         # Client libraries (kazoo, pottery, grpc) log to stderr; keep that in the run dir.
         logging.basicConfig(filename=args.log_path, level=logging.INFO,
@@ -73,7 +85,7 @@ def worker_main(args: WorkerArgs, queue, stop, go) -> None:
     client = plugins.backend_class(spec.backend)(spec.options, Clock(args.clocks, args.index))
     client.open(args.nodes)
     counter = FencedCounter(args.store, spec.key, fencing=spec.fencing)
-    rec = Recorder(queue, args.index)
+    rec = Recorder(queue, args.index, args.holding, args.index)
     queue.put({READY: args.index})
     go.wait()
     try:

@@ -19,7 +19,7 @@ from typing import Any
 from harness.cluster.base import ProcessControl
 from harness.errors import BadArgument
 from harness.generator import Planned
-from harness.history import Op
+from harness.history import NEMESIS, Op
 from nemesis.base import Fault, NemesisContext, complete
 
 
@@ -152,7 +152,14 @@ class PauseHolder:
         return [("resume-holder", None)]
 
     def on_event(self, ctx, event: Op) -> list[Planned]:
-        """A holder's ok read during the fault phase, with no pause active: pause its worker."""
+        """A holder's ok read during the fault phase, with no pause active: pause its worker.
+        The resume is planned when the pause is known to have landed in the critical section."""
+        if event.process == NEMESIS and event.f == "pause-holder":
+            if event.type == "ok":
+                return [Planned(at=round(ctx.time + self.pause_s, 3), f="resume-holder", value=event.value,
+                                phase="heal")]
+            self.next_allowed = ctx.time  # missed the critical section: aim at the next holder
+            return []
         if not isinstance(event.process, int):
             return []
         if event.f == "acquire":
@@ -168,14 +175,19 @@ class PauseHolder:
         self.next_allowed = ctx.time + self.pause_s + self.cooldown
         self.paused[worker] = event.process
         v = {"process": event.process, "worker": worker, "seconds": round(self.pause_s, 3)}
-        return [Planned(at=ctx.time, f="pause-holder", value=v, phase="fault"),
-                Planned(at=round(ctx.time + self.pause_s, 3), f="resume-holder", value=v, phase="heal")]
+        return [Planned(at=ctx.time, f="pause-holder", value=v, phase="fault")]
 
     def invoke(self, op: Op) -> Op:
         workers = self.ctx.workers
         if op.f == "pause-holder":
-            workers.pause(op.value["worker"])
-            return complete(op, "ok")
+            w = op.value["worker"]
+            if workers.pause(w) and workers.holding_lock(w):
+                return complete(op, "ok")
+            # The worker left its critical section (a short hold) before the stop landed:
+            # this pause would test nothing. Let it go at once; the next holder is aimed at.
+            workers.resume(w)
+            self.paused.pop(w, None)
+            return complete(op, "fail", error=f"missed: worker {w} had released before the stop landed")
         resumed = sorted(workers.paused)
         for w in resumed:
             workers.resume(w)

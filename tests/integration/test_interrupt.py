@@ -47,3 +47,34 @@ def descendants_with_owner() -> list[int]:
             except OSError:
                 pass
     return found
+
+
+def test_sigint_while_the_workers_start_still_tears_down(tmp_path):
+    """Ctrl-C lands while the worker processes are opening their clients: their READY
+    messages are still in the queue when the runner drains it on the way out."""
+    p = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", "zookeeper", "--nemesis", "none",
+                          "--time-limit", "30", "--seed", "1", "--store", str(tmp_path), "--json"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not spawned_workers(p.pid) and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.02)
+    assert spawned_workers(p.pid), "the workers never appeared"
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=90)
+    assert p.returncode == 130, err[-2000:]
+    assert "Traceback" not in err and "missing field" not in err, err[-2000:]
+    assert json.loads(out.strip().splitlines()[-1]).get("interrupted") is True
+    assert not descendants_with_owner(), "a worker or server of the interrupted run survived"
+
+
+def spawned_workers(parent: int) -> list[int]:
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(stat[1]) == parent and b"spawn_main" in (d / "cmdline").read_bytes():
+                    found.append(int(d.name))
+            except (OSError, ValueError, IndexError):
+                pass
+    return found

@@ -856,6 +856,14 @@ def test_pause_holder_run(tmp_path):
     assert [o["value"]["worker"] for o in planned] == [o["value"]["worker"] for o in pauses]
     assert all(o["value"].get("workers", []) == [] for o in resumes if o not in planned)
     assert summary["violations"] >= 1, summary
+    # Every pause that took effect stopped its process inside the critical section: the
+    # process's last lock op before the stop is an ok acquire, not a release.
+    for p in pauses:
+        mine = [o for o in history if o["process"] == p["value"]["process"] and o["time_ns"] < p["time_ns"]
+                and (o["f"], o["type"]) in (("acquire", "ok"), ("release", "invoke"))]
+        assert mine and mine[-1]["f"] == "acquire", (p, mine[-3:])
+    missed = [o for o in nemesis_ops(history, "fail") if o["f"] == "pause-holder"]
+    assert all("missed" in o["error"] for o in missed), missed
     held = [(p["value"]["worker"], round((r["time_ns"] - p["time_ns"]) / 1e9, 2)) for p, r in zip(pauses, planned)]
     figure("pause-holder redis", f"{len(pauses)} pauses (worker, s paused) {held}; violations {summary['violations']}, "
                                  f"valid {summary['valid']}")

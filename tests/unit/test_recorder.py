@@ -1,0 +1,35 @@
+"""The worker's Recorder keeps the shared holding flag that pause-holder aims by."""
+
+from harness.worker import Recorder
+
+
+class Sink(list):
+    put = list.append
+
+
+def test_flag_is_set_by_an_ok_acquire_and_cleared_before_the_release_is_sent():
+    flags, sink = [0, 0], Sink()
+    rec = Recorder(sink, 1, flags, 1)
+    rec("invoke", "acquire")
+    assert flags == [0, 0]
+    rec("ok", "acquire", value="v", token=3)
+    assert flags == [0, 1]
+    rec("ok", "read", value=1)
+    rec("ok", "write", value=2)
+    assert flags == [0, 1]
+    rec("invoke", "release")
+    assert flags == [0, 0] and sink[-1]["f"] == "release" and sink[-1]["process"] == 1
+
+
+def test_failed_or_uncertain_acquires_do_not_set_it():
+    flags = [0]
+    rec = Recorder(Sink(), 0, flags, 0)
+    rec("fail", "acquire", error="held by another client")
+    rec("info", "acquire", error="timeout")
+    assert flags == [0]
+
+
+def test_without_shared_flags_it_only_records():
+    sink = Sink()
+    Recorder(sink, 4)("ok", "acquire")
+    assert sink[0]["process"] == 4 and sink[0]["type"] == "ok"
