@@ -422,12 +422,10 @@ def report(cells: list[dict], skipped: list[dict], *, as_json: bool, junit: str 
 
 
 def _new_dir(store: str) -> Path:
-    base = Path(store) / "matrix" / time.strftime("%Y%m%dT%H%M%S")
-    d, n = base, 1
-    while d.exists():
-        n += 1
-        d = base.with_name(f"{base.name}-{n}")
-    (d / "logs").mkdir(parents=True)
+    from results.store import stamped_dir
+
+    d = stamped_dir(Path(store) / "matrix")
+    (d / "logs").mkdir()
     return d
 
 

@@ -26,6 +26,7 @@ import click
 from harness.checker.lock import holding_windows
 from harness.errors import BadArgument, BadHistory
 from harness.history import NEMESIS, Op, read_history
+from results.store import stamped_dir
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -307,17 +308,6 @@ def rejudge(row: dict) -> dict:
     return judge(row["scenario"], row["variant"], row["seed"], run_dir)
 
 
-def campaign_dir(store: str) -> Path:
-    root = Path(store) / "reproduce"
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    d, n = root / stamp, 1
-    while d.exists():
-        n += 1
-        d = root / f"{stamp}-{n}"
-    d.mkdir(parents=True)
-    return d
-
-
 @click.command()
 @click.argument("name", required=False)
 @click.option("--all", "all_", is_flag=True, help="run every scenario")
@@ -349,7 +339,7 @@ def reproduce(name, all_, seeds, first_seed, time_limit, store, as_json, summari
         raise BadArgument(f"unknown scenario {name!r}; choose one of: {', '.join(SCENARIOS)}")
     if not 1 <= seeds <= 100 or not 5 <= time_limit <= 60:
         raise BadArgument("--seeds must be 1..100 and --time-limit 5..60 seconds")
-    out_dir = campaign_dir(store)
+    out_dir = stamped_dir(Path(store) / "reproduce")
     rows_file = (out_dir / "rows.jsonl").open("a")
 
     def record(row: dict) -> None:

@@ -121,17 +121,16 @@ class Workers:
     def pause(self, index: int, wait_s: float = 1.0) -> bool:
         """SIGSTOP a worker and wait until the kernel says it is stopped; False if it did
         not stop within wait_s (it is still counted as paused and resumed later)."""
+        from harness.cluster.reaper import proc_state
+
         pid = self.pid(index)
         os.kill(pid, signal.SIGSTOP)
         self.paused.add(index)
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    if f.read().rsplit(")", 1)[1].split()[0] in ("T", "t"):
-                        return True
-            except OSError:
-                return False
+            state = proc_state(pid)
+            if state is None or state in "Tt":
+                return state is not None
             time.sleep(0.001)
         return False
 

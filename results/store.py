@@ -18,15 +18,20 @@ def new_run_id() -> str:
     return secrets.token_hex(3)
 
 
-def new_run_dir(store: str | os.PathLike, name: str) -> Path:
-    root = Path(store)
+def stamped_dir(parent: str | os.PathLike) -> Path:
+    """Create and return parent/<timestamp>, or <timestamp>-2, -3... if that exists."""
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    d = root / name / stamp
-    n = 1
+    d, n = Path(parent) / stamp, 1
     while d.exists():
         n += 1
-        d = root / name / f"{stamp}-{n}"
+        d = Path(parent) / f"{stamp}-{n}"
     d.mkdir(parents=True)
+    return d
+
+
+def new_run_dir(store: str | os.PathLike, name: str) -> Path:
+    root = Path(store)
+    d = stamped_dir(root / name)
     (d / "nodes").mkdir()
     link_latest(root, d)
     return d

@@ -99,12 +99,17 @@ def kill_run(run_id: str, timeout: float = 5.0) -> list[str]:
     return done
 
 
-def _alive(pid: int) -> bool:
+def proc_state(pid: int) -> str | None:
+    """The kernel's one-letter state of a process (R, S, T, Z...), None if it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"
-    except OSError:
-        return False
+            return f.read().rsplit(")", 1)[1].split()[0]  # the name in (...) may hold spaces
+    except (OSError, IndexError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    return proc_state(pid) not in (None, "Z")
 
 
 def _owner_pid(run_id: str) -> int | None:

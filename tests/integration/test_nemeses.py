@@ -183,6 +183,15 @@ def bring_up(request, groups, clients: int = 1) -> LocalCluster:
     return cluster
 
 
+def three_of(request, kind, names: tuple[str, ...]) -> LocalCluster:
+    """A three-node cluster of one server kind, or a skip naming what is not installed."""
+    try:
+        kind.check_installed()
+    except Exception as e:
+        pytest.skip(str(e))
+    return bring_up(request, [Group(kind=kind, names=names)])
+
+
 def need_timewarp():
     from harness.cluster import timewarp
 
@@ -232,11 +241,7 @@ def member_id(node) -> str:
 class TestEtcd:
     @pytest.fixture(scope="class")
     def cluster(self, request):
-        try:
-            etcd.EtcdKind().check_installed()
-        except Exception as e:
-            pytest.skip(str(e))
-        return bring_up(request, [Group(kind=etcd.EtcdKind(), names=("e1", "e2", "e3"))])
+        return three_of(request, etcd.EtcdKind(), ("e1", "e2", "e3"))
 
     @pytest.mark.parametrize("shape", ["one", "halves"])
     def test_partition(self, cluster, shape):
@@ -655,11 +660,7 @@ def synced_followers(node) -> int | None:
 class TestZooKeeper:
     @pytest.fixture(scope="class")
     def cluster(self, request):
-        try:
-            zookeeper.ZooKeeperKind().check_installed()
-        except Exception as e:
-            pytest.skip(str(e))
-        return bring_up(request, [Group(kind=zookeeper.ZooKeeperKind(), names=("z1", "z2", "z3"))])
+        return three_of(request, zookeeper.ZooKeeperKind(), ("z1", "z2", "z3"))
 
     def roles(self, cluster):
         nodes = lock_nodes(cluster)
