@@ -11,8 +11,24 @@ the provider starts, stops and signals them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Protocol, Sequence, runtime_checkable
+
+# A run id names paths, processes, namespaces and iptables comments, so nothing else may
+# pass for one: six lowercase hex characters (results.store.new_run_id makes them).
+RUN_ID = re.compile(r"[0-9a-f]{6}")
+
+
+def check_run_id(run_id: object) -> str:
+    """The run id itself, or a BadArgument if it is anything but six lowercase hex digits."""
+    from harness.errors import BadArgument
+
+    if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
+        shown = repr(run_id) if len(repr(run_id)) <= 40 else repr(run_id)[:37] + "..."
+        raise BadArgument(f"{shown} is not a run id (six lowercase hex characters, like 3f9a0c); "
+                          f"`chaos cluster status` lists the runs there are")
+    return run_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from harness.cluster.base import Node, ProcState, ServerKind, node_named
+from harness.cluster.base import Node, ProcState, ServerKind, check_run_id, node_named
 from harness.errors import BadArgument, ClusterError, MissingDependency, PortInUse
 
 RUN_ENV = "CHAOSLOCK_RUN"
@@ -31,9 +31,23 @@ TIMEWARP_KINDS = ("etcd", "zookeeper")  # clocks moved by patching the vDSO (har
 
 
 def state_root() -> Path:
-    """Where data dirs live: tmpfs when there is one (etcd is fsync-bound)."""
+    """Where this user's state and data dirs live: tmpfs when there is one (etcd is
+    fsync-bound). One root per user, so a root run never locks other users out."""
     base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
-    return base / "chaoslock"
+    return base / f"chaoslock-{os.geteuid()}"
+
+
+def make_state_root() -> Path:
+    """state_root(), created private (0700) if missing; refused if someone else owns it."""
+    root = state_root()
+    try:
+        root.mkdir(mode=0o700, exist_ok=True)
+        st = root.lstat()
+    except OSError as e:
+        raise BadArgument(f"cannot create the state dir {root} ({e.strerror}); make {root.parent} writable") from None
+    if not root.is_dir() or root.is_symlink() or st.st_uid != os.geteuid():
+        raise BadArgument(f"{root} is not a directory owned by you (uid {os.geteuid()}); remove it and run again")
+    return root
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,7 +82,7 @@ class LocalCluster:
     def __init__(self, run_id: str, groups: Sequence[Group], *, clients: int = 0, netns: bool | None = None,
                  log_dir: str | os.PathLike | None = None, base_port: int | None = None,
                  ready_timeout: float = 40.0):
-        self.run_id = run_id
+        self.run_id = check_run_id(run_id)
         self.groups = list(groups)
         self.n_clients = clients
         self.dir = state_root() / run_id
@@ -87,6 +101,7 @@ class LocalCluster:
                 raise MissingDependency(f"network namespaces are unavailable: {reason}")
             else:
                 self.fallback_reason = reason
+        self._created = False  # whether up() made self.dir (down() removes only what it made)
         self._nodes: dict[str, Node] = {}
         self._kinds: dict[str, ServerKind] = {}
         self._state: dict[str, ProcState] = {}
@@ -113,7 +128,10 @@ class LocalCluster:
             if g.fake_clock and not os.path.exists(FAKETIME_LIB):
                 raise MissingDependency(f"{FAKETIME_LIB} not found; run `make install` (apt package libfaketime)")
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
+            make_state_root()
+            self.dir.mkdir()  # a fresh run id: an existing dir is someone else's, never ours
+            self._created = True
+            self._write_state()  # first: `chaos cluster down` removes only dirs with a state file
             self.log_dir.mkdir(parents=True, exist_ok=True)
             self._plan()
             self._write_state()
@@ -240,7 +258,8 @@ class LocalCluster:
                 self.network.down()
             except Exception:
                 pass
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self._created:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def _stop(self, name: str, sig_timeout: float = 5.0) -> None:
         st = self._state.get(name)

@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass
 from typing import IO, Iterable, Mapping
 
+from harness.cluster.base import RUN_ID, check_run_id
 from harness.errors import BadArgument, ChaosError, ClusterError, NemesisError
 
 NS_PREFIX = "cl-"
@@ -245,10 +246,7 @@ class Network:
     """
 
     def __init__(self, run_id: str):
-        if not re.fullmatch(r"[0-9a-f]{6}", run_id):
-            raise BadArgument(f"run id {run_id!r} is not 6 lowercase hex characters; "
-                              f"use e.g. secrets.token_hex(3)")
-        self.run_id = run_id
+        self.run_id = check_run_id(run_id)
         self.bridge = f"{BRIDGE_PREFIX}{run_id}"
         self.comment = f"chaoslock-{run_id}"
         self._set_subnet(_pick_subnet(run_id))
@@ -463,7 +461,7 @@ def cleanup_all(*, include_live: bool = False) -> list[str]:
     report += _remove(lambda rid: rid not in live, kill_processes=True)
     for name in os.listdir(_LOCK_DIR):
         rid = name.removeprefix("chaoslock-").removesuffix(".lock")
-        if re.fullmatch(r"[0-9a-f]{6}", rid) and rid not in live and not _run_is_live(rid):
+        if RUN_ID.fullmatch(rid) and rid not in live and not _run_is_live(rid):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(os.path.join(_LOCK_DIR, name))  # a dead run's lock file
     return report

@@ -15,6 +15,7 @@ import signal
 import time
 from pathlib import Path
 
+from harness.cluster.base import RUN_ID, check_run_id
 from harness.cluster.local import RUN_ENV, state_root
 
 
@@ -40,7 +41,7 @@ def processes(run_id: str | None = None, owner: str | None = None) -> dict[int, 
             rid = cmd.split(TITLE_MARK, 1)[1][:6].decode(errors="replace")
             if b"chaos-owner=" in cmd:
                 vals[b"CHAOSLOCK_OWNER"] = cmd.split(b"chaos-owner=", 1)[1].split()[0]
-        if not rid or (run_id is not None and rid != run_id):
+        if not RUN_ID.fullmatch(rid) or (run_id is not None and rid != run_id):
             continue
         if owner is not None and vals.get(b"CHAOSLOCK_OWNER", b"").decode() != owner:
             continue
@@ -56,26 +57,46 @@ def runs() -> list[dict]:
         return out
     live = processes()
     for d in sorted(root.iterdir()):
-        f = d / "state.json"
+        if not _ours(d):
+            continue
         try:
-            state = json.loads(f.read_text())
+            state = json.loads((d / "state.json").read_text())
         except (OSError, ValueError):
-            state = {"run_id": d.name, "nodes": [], "pids": {}}
+            state = {}
+        if not isinstance(state, dict):
+            state = {}
+        state = {"nodes": [], "pids": {}, **state, "run_id": d.name}
         state["alive"] = {name: pid in live for name, pid in state.get("pids", {}).items()}
         out.append(state)
     return out
 
 
+def _ours(d: Path) -> bool:
+    """A state dir this harness made: named by a run id, a real dir, holding its state.json
+    (LocalCluster.up writes that first). Anything else under the root is left alone."""
+    return RUN_ID.fullmatch(d.name) is not None and d.is_dir() and not d.is_symlink() \
+        and (d / "state.json").is_file()
+
+
 def kill_run(run_id: str, timeout: float = 5.0) -> list[str]:
-    """Stop every process of one run (SIGCONT, SIGTERM, then SIGKILL); remove its state dir."""
+    """Stop every process of one run (SIGCONT, SIGTERM, then SIGKILL); remove its state dir.
+
+    `run_id` must be a run id (check_run_id): it reaches a recursive delete, so `..` or a
+    path must never get this far. Only processes carrying the run id and a state dir that
+    this harness wrote are touched."""
+    check_run_id(run_id)
     done: list[str] = []
     pids = processes(run_id)
-    for pid in pids:
+    for pid in list(pids):
         for sig in (signal.SIGCONT, signal.SIGTERM):
             try:
                 os.kill(pid, sig)
             except ProcessLookupError:
                 pass
+            except PermissionError:  # another user's run: not ours to stop
+                pids.pop(pid, None)
+                done.append(f"skipped process {pid} (run {run_id}): it belongs to another user")
+                break
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and any(_alive(p) for p in pids):
         time.sleep(0.1)
@@ -86,14 +107,12 @@ def kill_run(run_id: str, timeout: float = 5.0) -> list[str]:
             except ProcessLookupError:
                 pass
         done.append(f"process {pid} (run {run_id})")
-    try:
+    if os.geteuid() == 0:  # only root makes namespaces, bridges and rules
         from harness.cluster import netns
 
-        done += netns.cleanup_run(run_id) if hasattr(netns, "cleanup_run") else []
-    except ImportError:
-        pass
+        done += netns.cleanup_run(run_id)
     d = state_root() / run_id
-    if d.exists():
+    if _ours(d):
         shutil.rmtree(d, ignore_errors=True)
         done.append(f"state dir {d}")
     return done
@@ -125,7 +144,7 @@ def down_all() -> list[str]:
     ids = set(processes().values())
     root = state_root()
     if root.exists():
-        ids |= {d.name for d in root.iterdir()}
+        ids |= {d.name for d in root.iterdir() if _ours(d)}
     for rid in sorted(ids):
         owner = _owner_pid(rid)
         if owner is not None and owner != os.getpid() and _alive(owner):
@@ -133,12 +152,10 @@ def down_all() -> list[str]:
                         f"or `chaos cluster down {rid}` to remove it anyway)")
             continue
         done += kill_run(rid)
-    try:
+    if os.geteuid() == 0:
         from harness.cluster import netns
 
         done += netns.cleanup_all()
-    except ImportError:
-        pass
     if root.exists() and not any(root.iterdir()):
         root.rmdir()
     return done
