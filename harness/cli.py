@@ -7,6 +7,8 @@ Bad input gets one sentence that says what to do, never a traceback.
 from __future__ import annotations
 
 import json
+import math
+import os
 import random
 import shlex
 import sys
@@ -33,6 +35,51 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
             raise BadArgument(f"--option {p!r} is not NAME=VALUE; for example --option node_timeout_ms=50")
         out[k.strip()] = v.strip()
     return out
+
+
+def check_writable_dir(path: str, flag: str) -> None:
+    """A directory runs can be written into (made if missing), or one sentence why not.
+
+    Checked before anything starts, by really creating what is missing and a file in it,
+    then removing exactly what the check made: a long run must not fail at its end."""
+    import tempfile
+    from pathlib import Path
+
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise BadArgument(f"{flag} {path} is a file, not a directory; give a directory (it is created if missing)")
+    made = [q for q in (p, *p.parents) if not q.exists()]
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=p):
+            pass
+    except OSError as e:
+        raise BadArgument(f"{flag} {path} cannot be written ({e.strerror}); give a directory you can write to") from None
+    finally:
+        for q in made:
+            try:
+                q.rmdir()
+            except OSError:
+                pass
+
+
+def check_writable_file(path: str, flag: str) -> None:
+    """A file that can be (over)written in an existing directory, or one sentence why not."""
+    from pathlib import Path
+
+    p = Path(path)
+    if p.is_dir():
+        raise BadArgument(f"{flag} {path} is a directory; give a file name, such as {p / 'results.xml'}")
+    if not p.parent.is_dir():
+        raise BadArgument(f"{flag} {path}: the directory {p.parent} does not exist; create it or give another path")
+    existed = p.exists()
+    try:
+        with open(p, "a"):
+            pass
+    except OSError as e:
+        raise BadArgument(f"{flag} {path} cannot be written ({e.strerror}); give a path you can write to") from None
+    if not existed:
+        p.unlink()
 
 
 def verdict_text(s: dict) -> str:
@@ -73,7 +120,7 @@ def cli() -> None:
 @click.option("--backend", "-b", default="redlock", show_default=True, help="lock design under test (chaos list)")
 @click.option("--nemesis", "-n", default="none", show_default=True, help="comma-separated faults, or none")
 @click.option("--time-limit", type=float, default=30.0, show_default=True, help="seconds of workload")
-@click.option("--recovery", type=float, default=3.0, show_default=True, help="fault-free seconds at the end")
+@click.option("--recovery", type=float, default=None, help="fault-free seconds at the end (default 3, at most a quarter of --time-limit)")
 @click.option("--concurrency", "-c", type=int, default=5, show_default=True, help="client worker processes")
 @click.option("--seed", type=int, default=None, help="seed of the schedule (random if omitted; printed)")
 @click.option("--ttl", "ttl_ms", type=int, default=2000, show_default=True, help="lock TTL in ms")
@@ -102,16 +149,21 @@ def run(backend, nemesis, time_limit, recovery, concurrency, seed, ttl_ms, acqui
     if watchdog:
         options["watchdog"] = "true"
     seed = seed if seed is not None else random.SystemRandom().randrange(1, 2**31)
-    if min(recovery, time_limit) == time_limit:
-        recovery = min(recovery, time_limit / 4)
+    if recovery is None:  # only the default adapts to a short run; an explicit value is kept or refused
+        recovery = min(3.0, time_limit / 4) if math.isfinite(time_limit) else 3.0
     spec = TestSpec(backend=backend, nemesis=names, time_limit=time_limit, recovery=recovery,
                     concurrency=concurrency, seed=seed, ttl_ms=ttl_ms, acquire_timeout=acquire_timeout,
                     hold_max_ms=hold_max_ms, fencing=fencing, nemesis_interval=nemesis_interval,
                     clock_jump_s=clock_jump_s, options=options, netns=netns, cluster=cluster, base_port=base_port, store=store,
                     command=shlex.join(["chaos"] + sys.argv[1:] + ([] if "--seed" in sys.argv else ["--seed", str(seed)])))
-    spec.validate()
+    spec = spec.validate()
+    check_writable_dir(store, "--store")
+    if junit:
+        check_writable_file(junit, "--junit")
     human = sys.stderr if as_json else sys.stdout
     print(f"chaos run {spec.name} seed {seed} for {time_limit:g}s", file=human)
+    for note in spec.notes():
+        print(f"note: {note}", file=human)
     outcome = run_spec(spec, progress=True)
     print(verdict_text(outcome.summary), file=human)
     if as_json:
@@ -162,12 +214,26 @@ def check(path, model, time_limit, as_json):
 
 
 @cli.command(name="list")
-def list_cmd():
-    """List backends and nemeses (built in and from entry points)."""
-    from harness import plugins
+@click.option("--options", "show_options", is_flag=True, help="also list every -o option with its type and default")
+def list_cmd(show_options):
+    """List backends and nemeses (built in and from entry points), and their options."""
+    from harness import options, plugins
 
     print("backends: " + ", ".join(plugins.backend_names()))
     print("nemeses:  " + ", ".join(plugins.nemesis_names()))
+    if show_options:
+        owners: dict[str, list[str]] = {}
+        for kind, names, load in (("backend", plugins.backend_names(), plugins.backend_class),
+                                  ("nemesis", plugins.nemesis_names(), plugins.nemesis_class)):
+            for n in names:
+                for o in options.declared(load(n)) or ():
+                    owners.setdefault(o.name, []).append(n)
+        for o in options.CLUSTER_OPTIONS:
+            owners.setdefault(o.name, []).append("cluster")
+        print("options (-o NAME=VALUE):")
+        for name, o in sorted(options.every_option().items()):
+            kind = "|".join(o.choices) if o.choices else ("true|false" if o.type is bool else o.type.__name__)
+            print(f"  {name} ({kind}, default {o.default}; {', '.join(owners.get(name, []))}): {o.help}")
     return 0
 
 

@@ -54,8 +54,60 @@ class Op:
         return self.type == "invoke"
 
 
+# The largest time_ns a CLOCK_MONOTONIC reading (a signed 64-bit count) can hold.
+MAX_TIME_NS = 2**63 - 1
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # json.loads accepts NaN and Infinity by default
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)  # True is an int to Python, not to us
+
+
+def check_fields(d: Any, where: str) -> None:
+    """Refuse, with BadHistory, a decoded line that is not an op of the right types. Fields
+    other than these are ignored (foreign histories, Jepsen's among them, carry more)."""
+    if not isinstance(d, dict):
+        raise BadHistory(f"{where}: expected a JSON object, got {_json_kind(d)}; a history has one JSON op per line")
+    missing = [k for k in ("time_ns", "process", "type", "f") if k not in d]
+    if missing:
+        raise BadHistory(f"{where}: missing field(s) {', '.join(missing)}; every op needs time_ns, process, type and f")
+    t = d["time_ns"]
+    if not _is_int(t) or not 0 <= t <= MAX_TIME_NS:
+        raise BadHistory(f"{where}: time_ns must be a non-negative integer of nanoseconds, got {_short(t)}")
+    if not (_is_int(d["process"]) or isinstance(d["process"], str)):
+        raise BadHistory(f"{where}: process must be an integer or a string, got {_short(d['process'])}")
+    if not isinstance(d["type"], str) or d["type"] not in TYPES:
+        raise BadHistory(f"{where}: type {_short(d['type'])} is not one of {', '.join(TYPES)}")
+    if not isinstance(d["f"], str):
+        raise BadHistory(f"{where}: f must be a string such as \"acquire\", got {_short(d['f'])}")
+    i = d.get("index")
+    if i is not None and (not _is_int(i) or i < 0):
+        raise BadHistory(f"{where}: index must be a non-negative integer, got {_short(i)}")
+    tok = d.get("token")
+    if tok is not None and not _is_int(tok):
+        raise BadHistory(f"{where}: token must be an integer or null, got {_short(tok)}")
+    for k in ("key", "node", "error"):
+        if d.get(k) is not None and not isinstance(d[k], str):
+            raise BadHistory(f"{where}: {k} must be a string or null, got {_short(d[k])}")
+
+
+def _json_kind(v: Any) -> str:
+    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(v), "a number")
+
+
+def _short(v: Any) -> str:
+    r = repr(v)
+    return r if len(r) <= 40 else r[:37] + "..."
+
+
 def op_from_dict(d: dict, where: str = "") -> Op:
-    """Build an Op from one decoded line; raise BadHistory naming what is wrong."""
+    """Build an Op from one decoded line; raise BadHistory naming what is wrong.
+
+    The runner builds the ops of its own workers with this too; read_history checks every
+    field's type first (check_fields)."""
     if not isinstance(d, dict):
         raise BadHistory(f"{where}: expected a JSON object, got {type(d).__name__}")
     missing = [k for k in ("time_ns", "process", "type", "f") if k not in d]
@@ -80,27 +132,109 @@ def op_from_dict(d: dict, where: str = "") -> Op:
     )
 
 
-def read_history(path: str | os.PathLike) -> list[Op]:
-    """Read a history.jsonl (or a run dir holding one). A torn last line is ignored."""
+def _history_file(path: str | os.PathLike) -> Path:
     p = Path(path)
     if p.is_dir():
         p = p / "history.jsonl"
+        if not p.exists() and not p.is_symlink():
+            raise BadHistory(f"{path} holds no history.jsonl; give a run directory such as store/latest or a history.jsonl")
     if not p.exists():
         raise BadHistory(f"{p}: no such history file; give a run directory or a history.jsonl")
+    if p.is_dir():
+        raise BadHistory(f"{p} is a directory, not a history file; give a run directory or a history.jsonl")
+    return p
+
+
+def read_history(path: str | os.PathLike) -> list[Op]:
+    """Read a history.jsonl (or a run dir holding one), refusing one that cannot have happened.
+
+    Refused with BadHistory naming the file and line: bytes that are not UTF-8, a line that
+    is not a JSON object or has fields of the wrong types (check_fields), NaN or Infinity,
+    indexes that repeat or do not increase, a process whose time_ns goes backwards, a
+    completion (ok/fail/info) with no open invoke of its process or of another f, and a
+    second invoke while the process's previous op is still open (one op in flight per
+    process, as in Jepsen; "nemesis" and "final" pair like any other process).
+
+    Accepted because the harness's own runs produce them: a torn last line (a crash can
+    cut the final write short, so a last line without its newline that does not parse is
+    dropped), and a last invoke of a process that never completes (a worker stopped or
+    killed mid-op). An op without an index gets the one after the previous op's.
+    """
+    p = _history_file(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as e:
+        raise BadHistory(f"cannot read {p} ({e.strerror}); check its permissions") from None
+    lines = raw.split(b"\n")
+    torn_ok = not raw.endswith(b"\n")  # only a last line without its newline can be torn
     ops: list[Op] = []
-    lines = p.read_text(encoding="utf-8", errors="replace").splitlines()
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
+    seen: dict[int, int] = {}  # index -> line, to name a duplicate's first line
+    open_: dict[Any, tuple[int, Op]] = {}  # process -> (line, invoke) of its op in flight
+    last_t: dict[Any, tuple[int, int]] = {}  # process -> (line, time_ns) of its latest op
+    for n, b in enumerate(lines, 1):
+        if not b.strip():
             continue
+        last = n == len(lines)
+        where = f"{p} line {n}"
         try:
-            d = json.loads(line)
-        except json.JSONDecodeError as e:
-            if n == len(lines):  # a crash can tear the last line; the prefix is still good
+            line = b.decode("utf-8-sig" if n == 1 else "utf-8")
+        except UnicodeDecodeError as e:
+            if last and torn_ok:
                 break
-            raise BadHistory(f"{p} line {n}: not JSON ({e.msg}); a history has one JSON op per line") from None
-        op = op_from_dict(d, f"{p} line {n}")
-        ops.append(op if op.index >= 0 else op.with_index(len(ops)))
+            raise BadHistory(f"{where}: not UTF-8 (byte 0x{b[e.start]:02x} at column {e.start + 1}); "
+                             f"a history is UTF-8 text, one JSON op per line") from None
+        try:
+            d = json.loads(line, parse_constant=_refuse_constant)
+        except json.JSONDecodeError as e:
+            if last and torn_ok:  # a crash can tear the last line; the prefix is still good
+                break
+            raise BadHistory(f"{where}: not JSON ({e.msg}); a history has one JSON op per line") from None
+        except (ValueError, RecursionError) as e:  # NaN, an integer of 5000 digits, [[[[...]]]]
+            reason = str(e) if isinstance(e, ValueError) else "nested too deeply"
+            raise BadHistory(f"{where}: not JSON ({reason[:80]}); a history has one JSON op per line") from None
+        check_fields(d, where)
+        op = op_from_dict(d, where)
+        if op.index < 0:
+            op = op.with_index(ops[-1].index + 1 if ops else 0)
+        _check_order(op, n, where, ops, seen, open_, last_t)
+        ops.append(op)
     return ops
+
+
+def _check_order(op: Op, n: int, where: str, ops: list[Op], seen: dict[int, int],
+                 open_: dict[Any, tuple[int, Op]], last_t: dict[Any, tuple[int, int]]) -> None:
+    """Refuse an op that cannot follow the ones before it (see read_history)."""
+    if op.index in seen:
+        raise BadHistory(f"{where}: index {op.index} was already used on line {seen[op.index]}; "
+                         f"every op needs its own index")
+    if ops and op.index < ops[-1].index:
+        raise BadHistory(f"{where}: index {op.index} comes after index {ops[-1].index}; "
+                         f"ops are listed in the order they were recorded, with increasing indexes")
+    seen[op.index] = n
+    # Only per process: the runner writes a worker's ops when it drains their queue, so a
+    # nemesis op stamped later can be written before them, and ops of different workers
+    # interleave as their queue feeders deliver them. One process's ops are stamped in
+    # order by one thread from the one monotonic clock, and written in that order.
+    before = last_t.get(op.process)
+    if before is not None and op.time_ns < before[1]:
+        raise BadHistory(f"{where}: time_ns {op.time_ns} of process {op.process!r} is before its op on "
+                         f"line {before[0]} ({before[1]}); one process's ops cannot go back in time")
+    last_t[op.process] = (n, op.time_ns)
+    pending = open_.get(op.process)
+    if op.type == "invoke":
+        if pending is not None:
+            raise BadHistory(f"{where}: process {op.process!r} invokes {op.f} while its {pending[1].f} from line "
+                             f"{pending[0]} is still open; a process has one op in flight (a new process id "
+                             f"follows an info)")
+        open_[op.process] = (n, op)
+        return
+    if pending is None:
+        raise BadHistory(f"{where}: {op.type} {op.f} of process {op.process!r} has no open invoke before it; "
+                         f"every completion follows its own invoke")
+    if pending[1].f != op.f:
+        raise BadHistory(f"{where}: {op.type} {op.f} of process {op.process!r} completes its {pending[1].f} "
+                         f"from line {pending[0]}; a completion has its invoke's f")
+    del open_[op.process]
 
 
 class HistoryWriter:

@@ -22,6 +22,7 @@ from harness.cluster.local import Group, LocalCluster
 from harness.cluster.valkey import ValkeyKind
 from harness.generator import Context, FaultSchedule, Pending, Planned
 from harness.history import NEMESIS, HistoryWriter, Op, now_ns, op_from_dict
+from harness.options import CLUSTER_OPTIONS, read
 from harness.progress import Progress
 from harness.spec import TestSpec
 from harness.errors import ClusterError
@@ -32,7 +33,7 @@ from results import store
 
 def server_kind(name: str, spec: TestSpec):
     if name == "valkey":
-        return ValkeyKind(appendonly=bool(spec.options.get("appendonly", False)))
+        return ValkeyKind(appendonly=read(spec.options, CLUSTER_OPTIONS[0]))
     if name == "etcd":
         from harness.cluster.etcd import EtcdKind
 

@@ -25,10 +25,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from harness.errors import BadArgument
+
+MAX_TIME_S = 86_400  # a day: longer belongs to a campaign of runs (chaos matrix, reproduce)
+MIN_INTERVAL_S = 0.5  # below this a fault cannot be applied, verified and healed in its slot
+MAX_JUMP_S = 10 * 365 * 86_400  # ten years
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,25 +75,59 @@ class TestSpec:
         return self.clock_jump_s if self.clock_jump_s is not None else 2.5 * self.ttl_ms / 1000
 
     def validate(self) -> "TestSpec":
-        from harness import plugins
+        """This spec with its options typed, or a BadArgument naming the first bad setting.
 
-        plugins.backend_class(self.backend)
-        for n in self.nemesis:
-            plugins.nemesis_class(n)
+        Every number must be finite and in a range a real run can keep up with (a fault and
+        its heal take real time; a history must fit on disk), so nothing starts on a
+        setting that would run away or mean something other than what was typed."""
+        from harness import options, plugins
+
+        backend = plugins.backend_class(self.backend)
+        nemeses = [plugins.nemesis_class(n) for n in self.nemesis]
+        for name, value in (("--time-limit", self.time_limit), ("--recovery", self.recovery),
+                            ("--acquire-timeout", self.acquire_timeout), ("--nemesis-interval", self.nemesis_interval),
+                            ("--clock-jump", self.clock_jump_s)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not math.isfinite(value)):
+                raise BadArgument(f"{name} must be a finite number of seconds, not {value!r}")
+        for name, value in (("--concurrency", self.concurrency), ("--seed", self.seed), ("--ttl", self.ttl_ms),
+                            ("--hold-max", self.hold_max_ms), ("--base-port", self.base_port)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise BadArgument(f"{name} must be an integer, not {value!r}")
         checks = [
-            (self.time_limit > 0, f"--time-limit must be a positive number of seconds, not {self.time_limit}"),
-            (0 <= self.recovery < self.time_limit, f"--recovery ({self.recovery}) must be at least 0 and shorter than --time-limit ({self.time_limit})"),
+            (0 < self.time_limit <= MAX_TIME_S, f"--time-limit must be above 0 and at most {MAX_TIME_S} seconds (24 h), not {self.time_limit:g}"),
+            (0 <= self.recovery < self.time_limit, f"--recovery ({self.recovery:g}) must be at least 0 and shorter than --time-limit ({self.time_limit:g})"),
             (1 <= self.concurrency <= 64, f"--concurrency must be between 1 and 64, not {self.concurrency}"),
-            (self.ttl_ms >= 50, f"--ttl must be at least 50 ms, not {self.ttl_ms}"),
-            (self.acquire_timeout > 0, f"--acquire-timeout must be positive, not {self.acquire_timeout}"),
+            (0 <= self.seed < 2**63, f"--seed must be between 0 and 2^63-1, not {self.seed}"),
+            (50 <= self.ttl_ms <= 3_600_000, f"--ttl must be between 50 ms and 3600000 ms (1 h), not {self.ttl_ms}"),
+            (0 < self.acquire_timeout <= 3600, f"--acquire-timeout must be above 0 and at most 3600 seconds, not {self.acquire_timeout:g}"),
             (self.cluster in ("local", "compose"), f"--cluster must be local or compose, not {self.cluster!r}"),
-            (self.nemesis_interval > 0, f"--nemesis-interval must be positive, not {self.nemesis_interval}"),
+            (MIN_INTERVAL_S <= self.nemesis_interval <= MAX_TIME_S,
+             f"--nemesis-interval must be at least {MIN_INTERVAL_S:g} s (a fault and its heal take real time) "
+             f"and at most {MAX_TIME_S} s, not {self.nemesis_interval:g}"),
+            (self.clock_jump_s is None or 0 < abs(self.clock_jump_s) <= MAX_JUMP_S,
+             f"--clock-jump must be non-zero and at most {MAX_JUMP_S:g} seconds either way, not {self.clock_jump_s}"),
+            (self.hold_max_ms is None or self.hold_max_ms >= 0, f"--hold-max must be at least 0 ms, not {self.hold_max_ms}"),
             (self.hold_max < self.ttl_ms / 1000, f"--hold-max ({self.hold_max * 1000:.0f} ms) must be below the TTL ({self.ttl_ms} ms)"),
+            (self.base_port is None or 1024 <= self.base_port <= 65535 - 32,
+             f"--base-port must be between 1024 and {65535 - 32} (room for every server), not {self.base_port}"),
+            (isinstance(self.key, str) and re.fullmatch(r"[A-Za-z0-9_.:-]{1,64}", self.key) is not None,
+             f"key {self.key!r} must be 1-64 letters, digits or _.:-"),
         ]
         for ok, msg in checks:
             if not ok:
                 raise BadArgument(msg)
-        return self
+        if not isinstance(self.options, Mapping):
+            raise BadArgument(f"options must be a mapping of NAME to VALUE, not {type(self.options).__name__}")
+        typed, _ = options.resolve(backend, nemeses, self.options)
+        return dataclasses.replace(self, options=typed)
+
+    def notes(self) -> list[str]:
+        """What the user should know about this spec before it runs (options without effect)."""
+        from harness import options, plugins
+
+        return options.resolve(plugins.backend_class(self.backend),
+                               [plugins.nemesis_class(n) for n in self.nemesis], self.options)[1]
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)

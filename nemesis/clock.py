@@ -35,6 +35,7 @@ from typing import Any
 
 from harness.cluster.base import ClockControl
 from harness.errors import BadArgument
+from harness.options import Option
 from harness.history import Op
 from nemesis.base import Fault, NemesisContext, complete
 
@@ -46,6 +47,16 @@ MODES = ("bump", "back", "strobe", "drift")
 class ClockSkew:
     name = "clock-skew"
     fs = frozenset({"clock-bump", "clock-strobe", "clock-drift", "clock-reset"})
+    OPTIONS = (
+        Option(name="clock_target", type=str, default="servers", choices=("servers", "clients"),
+               help="whose clocks jump: the lock servers', or the client workers' (in-process)"),
+        Option(name="clock_mode", type=str, default="bump", choices=MODES + ("mixed",),
+               help="forward jumps, backward jumps, strobing, drift, or a mix"),
+        Option(name="clock_jump_jitter", type=float, default=0.5, min=0, max=10,
+               help="jumps are 1 to 1+jitter times --clock-jump"),
+        Option(name="strobe_ms", type=float, default=200.0, min=10, max=60_000, help="strobe period, ms"),
+        Option(name="drift_rate", type=float, default=1.5, above=0, max=100, help="clock rate while drifting"),
+    )
     needs_fake_clock = True
 
     def setup(self, ctx: NemesisContext) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 from harness.cluster import grudge as G
 from harness.cluster.base import NetworkControl
 from harness.errors import BadArgument
+from harness.options import Option, read
 from harness.history import Op
 from nemesis.base import Fault, NemesisContext, complete
 
@@ -90,6 +91,8 @@ class _Net:
 class Partition(_Net):
     name = "partition"
     fs = frozenset({"partition", "heal"})
+    OPTIONS = (Option(name="partition_shape", type=str, default=None, choices=SHAPES,
+                      help="one shape for every cut (default: a random shape each time)"),)
 
     def setup(self, ctx: NemesisContext) -> None:
         self._setup_net(ctx)
@@ -122,6 +125,10 @@ class Partition(_Net):
 class PartitionClient(_Net):
     name = "partition-client"
     fs = frozenset({"partition-client", "heal-client"})
+    OPTIONS = (Option(name="cut_servers", type=int, default=None, min=1, max=64,
+                      help="how many lock servers the holder is cut from (default: a majority)"),
+               Option(name="island", type=bool, default=False,
+                      help="also cut the servers it kept from the rest: a minority island"))
 
     def setup(self, ctx: NemesisContext) -> None:
         self._setup_net(ctx)
@@ -130,7 +137,7 @@ class PartitionClient(_Net):
         if not 1 <= self.k <= len(self.names):
             raise BadArgument(f"cut_servers must be between 1 and {len(self.names)}, not {self.k}")
         self.holder: int | None = None
-        self.island = str(ctx.spec.options.get("island", "false")).lower() in ("1", "true", "yes")
+        self.island = read(ctx.spec.options, self.OPTIONS[1])
 
     def on_event(self, ctx, event: Op) -> list:
         if event.f == "acquire" and event.type == "ok" and isinstance(event.process, int):

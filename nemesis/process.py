@@ -18,6 +18,7 @@ from typing import Any
 
 from harness.cluster.base import ProcessControl
 from harness.errors import BadArgument
+from harness.options import Option
 from harness.generator import Planned
 from harness.history import NEMESIS, Op
 from nemesis.base import Fault, NemesisContext, complete
@@ -134,6 +135,8 @@ class PauseHolder:
 
     name = "pause-holder"
     fs = frozenset({"pause-holder", "resume-holder"})
+    OPTIONS = (Option(name="pause_multiple", type=float, default=2.0, above=0, max=1000,
+                      help="how long the holder stays stopped, in TTLs"),)
 
     def setup(self, ctx: NemesisContext) -> None:
         self.ctx = ctx

@@ -19,6 +19,7 @@ from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from harness.cluster.base import Node
 from harness.errors import LockLost, NotAcquired
+from harness.options import Option
 
 __all__ = ["Clock", "Lease", "LockClient", "LockLost", "NotAcquired", "option", "unique_value"]
 
@@ -75,6 +76,20 @@ class LockClient(Protocol):
     # Optional: `still_held(lease) -> bool`, the client's own belief (a watchdog whose
     # renewal failed, a ZooKeeper session that was lost). The worker asks it before the
     # write and, on False, skips the write and releases. Absent means "no opinion".
+
+
+def node_timeout(default_ms: float) -> Option:
+    return Option(name="node_timeout_ms", type=float, default=default_ms, above=0, max=60_000,
+                  help="socket timeout of one call to one server, ms")
+
+
+def retry_delay(default_ms: float = 50.0) -> Option:
+    return Option(name="retry_delay_ms", type=float, default=default_ms, min=0, max=60_000,
+                  help="pause between acquire attempts (jittered), ms")
+
+
+DRIFT_FACTOR = Option(name="drift_factor", type=float, default=0.01, min=0, max=0.5,
+                      help="share of the TTL assumed lost to clock drift when computing validity")
 
 
 def unique_value() -> str:

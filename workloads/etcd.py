@@ -60,7 +60,8 @@ from typing import Any, Mapping, Sequence
 
 from harness.cluster.base import Node
 from harness.errors import LockLost, NotAcquired
-from workloads.base import Clock, Lease, boolean, option, unique_value
+from harness.options import Option
+from workloads.base import DRIFT_FACTOR, Clock, Lease, boolean, option, unique_value
 from workloads.renewal import Renewals
 
 
@@ -104,10 +105,23 @@ def _revoke(client, lease_id: int) -> str | None:
         return f"{type(e).__name__}: {e}"
 
 
+ETCD_OPTIONS = (
+    Option(name="op_timeout_ms", type=float, default=1000.0, above=0, max=600_000, help="timeout of one etcd call, ms"),
+    Option(name="endpoint_retry_s", type=float, default=1.0, min=0, max=600,
+           help="how long a call tries the other endpoints after one fails, s"),
+    DRIFT_FACTOR)
+
+
 class EtcdClient:
     name = "etcd"
     has_fencing = True
     servers = ("etcd", 3)
+    OPTIONS = ETCD_OPTIONS + (
+        Option(name="keepalive", type=bool, default=True, help="renew the lease in the background"),
+        Option(name="keepalive_interval_ms", type=float, default=None, above=0, max=3_600_000,
+               help="keepalive period, ms (default ttl/3)"),
+        Option(name="watch_recheck_ms", type=float, default=1000.0, above=0, max=60_000,
+               help="how often a waiter re-reads the key besides its watch, ms"))
 
     def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
         o = options or {}
@@ -253,6 +267,7 @@ class EtcdRecipeClient:
     name = "etcd-recipe"
     has_fencing = True
     servers = ("etcd", 3)
+    OPTIONS = ETCD_OPTIONS
 
     def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
         o = options or {}

@@ -52,7 +52,8 @@ import redis
 
 from harness.cluster.base import Node
 from harness.errors import LockLost, NotAcquired
-from workloads.base import Clock, Lease, boolean, option
+from harness.options import Option
+from workloads.base import Clock, Lease, boolean, node_timeout, option
 
 
 class _SetTimed(redis.Redis):
@@ -80,6 +81,9 @@ class PotteryClient:
     name = "pottery"
     has_fencing = False
     servers = ("valkey", 5)
+    OPTIONS = (node_timeout(50.0),
+               Option(name="raise_on_redis_errors", type=bool, default=False,
+                      help="pottery's own flag: raise when a master errs instead of counting it as a no"))
 
     def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
         o = options or {}
@@ -149,6 +153,8 @@ class PythonRedisLockClient:
     name = "python-redis-lock"
     has_fencing = False
     servers = ("valkey", 1)
+    OPTIONS = (node_timeout(100.0),
+               Option(name="auto_renewal", type=bool, default=False, help="the library's own renewal thread"))
 
     def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
         o = options or {}

@@ -39,7 +39,8 @@ import redis
 
 from harness.cluster.base import Node
 from harness.errors import LockLost, NotAcquired
-from workloads.base import Clock, Lease, option, unique_value
+from harness.options import Option
+from workloads.base import Clock, Lease, node_timeout, option, retry_delay, unique_value
 from workloads.redis_common import RELEASE, connect
 from workloads.redis_single import never_sent
 
@@ -56,6 +57,7 @@ class _Polling(abc.ABC):
     name = ""
     has_fencing = False
     servers = ("valkey", 1)
+    OPTIONS: tuple[Option, ...] = (node_timeout(100.0), retry_delay())
 
     def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
         options = options or {}
@@ -121,6 +123,9 @@ class UnsafeReleaseClient(_Polling):
 
 class SetnxExpireClient(_Polling):
     name = "redis-setnx-expire"
+    OPTIONS = _Polling.OPTIONS + (
+        Option(name="crash_between", type=float, default=0.0, min=0, max=1,
+               help="probability that the client dies between SETNX and EXPIRE"),)
 
     def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
         super().__init__(options, clock)

@@ -53,7 +53,8 @@ import redis
 
 from harness.cluster.base import Node
 from harness.errors import LockLost, NotAcquired
-from workloads.base import Clock, Lease, boolean, option, unique_value
+from harness.options import Option
+from workloads.base import DRIFT_FACTOR, Clock, Lease, boolean, node_timeout, option, retry_delay, unique_value
 from workloads.redis_common import RELEASE, RENEW, connect
 from workloads.renewal import Renewals
 
@@ -83,6 +84,10 @@ class RedisSingleClient:
     name = "redis"
     has_fencing = True
     servers = ("valkey", 1)
+    OPTIONS = (node_timeout(100.0), retry_delay(), DRIFT_FACTOR,
+               Option(name="watchdog", type=bool, default=False, help="renew the lease every ttl/3 in the background"),
+               Option(name="watchdog_interval_ms", type=float, default=None, above=0, max=3_600_000,
+                      help="renewal period of the watchdog, ms (default ttl/3)"))
 
     def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
         options = options or {}

@@ -20,7 +20,8 @@ import redis
 
 from harness.cluster.base import Node
 from harness.errors import NotAcquired
-from workloads.base import Clock, Lease, option, unique_value
+from harness.options import Option
+from workloads.base import DRIFT_FACTOR, Clock, Lease, node_timeout, option, retry_delay, unique_value
 from workloads.redis_common import RELEASE, RENEW, connect
 
 
@@ -33,6 +34,9 @@ class RedlockClient:
     name = "redlock"
     has_fencing = False
     servers = ("valkey", 5)
+    OPTIONS = (node_timeout(50.0), DRIFT_FACTOR, retry_delay(),
+               Option(name="validity_clock", type=str, default="monotonic", choices=("monotonic", "wall"),
+                      help="clock that times the acquire (wall: the bug some implementations have)"))
 
     def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
         options = options or {}

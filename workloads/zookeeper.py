@@ -63,6 +63,8 @@ from typing import Any, Mapping, Sequence
 
 from harness.cluster.base import Node
 from harness.errors import BadArgument, NotAcquired
+from harness.cluster.zookeeper import TICK_MS
+from harness.options import Option
 from workloads.base import Clock, Lease, option, unique_value
 
 ROOT = "/chaoslock"
@@ -75,12 +77,19 @@ class _Hold:
     lost: str | None = None
 
 
+ZK_OPTIONS = (
+    Option(name="session_timeout_ms", type=float, default=3000.0, min=2 * TICK_MS, max=60 * TICK_MS,
+           help=f"session timeout asked for, ms (2..60 x the ensemble's tickTime of {TICK_MS} ms)"),
+    Option(name="op_timeout_ms", type=float, default=2000.0, above=0, max=600_000, help="timeout of one ZooKeeper call, ms"),
+    Option(name="connect_timeout_s", type=float, default=15.0, above=0, max=600, help="how long open() waits for a session, s"),
+    Option(name="reconnect_delay_ms", type=float, default=100.0, min=0, max=60_000,
+           help="pause before kazoo reconnects, ms"))
+
+
 class _Session:
     """A kazoo client with explicit timeouts and the lost-lease listener."""
 
     def __init__(self, opts: Mapping[str, Any]):
-        from harness.cluster.zookeeper import TICK_MS
-
         self.holds: dict[str, _Hold] = {}
         self.waiters: set[threading.Event] = set()
         self.connected = threading.Event()
@@ -158,6 +167,7 @@ def _seq(name: str) -> int:
 
 class ZooKeeperClient:
     name = "zookeeper"
+    OPTIONS = ZK_OPTIONS
     has_fencing = True
     servers = ("zookeeper", 3)
 
@@ -280,6 +290,7 @@ class ZooKeeperClient:
 
 class KazooRecipeClient:
     name = "zookeeper-recipe"
+    OPTIONS = ZK_OPTIONS
     has_fencing = True
     servers = ("zookeeper", 3)
 
