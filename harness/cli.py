@@ -96,6 +96,10 @@ def verdict_text(s: dict) -> str:
     if lost:
         parts.append(f"{lost} lost update{'s' if lost != 1 else ''}")
     lines = [f"{head}: " + "; ".join(parts)]
+    if s.get("interrupted"):
+        lines[0] += " (INTERRUPTED: this covers only the part that ran)"
+    if s.get("unknown_reason"):
+        lines.append(f"  unknown because {s['unknown_reason']}")
     lines.append(f"  {s.get('critical_sections')} critical sections, acquires ok/fail/info "
                  f"{s.get('acquires_ok')}/{s.get('acquires_fail')}/{s.get('acquires_info')}, "
                  f"acquire p50 {s.get('p50_acquire_ms')} ms p99 {s.get('p99_acquire_ms')} ms")
@@ -189,13 +193,12 @@ def check(path, model, time_limit, as_json):
 
     from harness.analysis import summarize, verdicts
     from harness.checker.base import safe_check
-    from harness.history import read_history
-    from harness.spec import TestSpec
+    from results.store import load_run
 
-    history = read_history(path)
+    if not (math.isfinite(time_limit) and 0 < time_limit <= 86_400):
+        raise BadArgument(f"--time-limit must be above 0 and at most 86400 seconds, not {time_limit:g}")
+    spec, history = load_run(path)
     p = Path(path)
-    spec_file = (p if p.is_dir() else p.parent) / "spec.json"
-    spec = TestSpec.from_dict(json.loads(spec_file.read_text())) if spec_file.exists() else TestSpec()
     if model:
         from harness.checker.linearizable import LinearizableChecker
 

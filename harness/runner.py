@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness import plugins
+from harness import interrupts, plugins
 from harness.cluster.local import Group, LocalCluster
 from harness.cluster.valkey import ValkeyKind
 from harness.generator import Context, FaultSchedule, Pending, Planned
@@ -26,7 +26,7 @@ from harness.options import CLUSTER_OPTIONS, read
 from harness.progress import Progress
 from harness.spec import TestSpec
 from harness.errors import ClusterError
-from harness.worker import READY, WorkerArgs, worker_main
+from harness.worker import FAILED, READY, WorkerArgs, worker_main
 from nemesis.base import Compose, NemesisContext
 from results import store
 
@@ -80,6 +80,7 @@ class Workers:
         self.holding = self.ctx.Array("b", spec.concurrency, lock=False)  # 1 while a worker holds the lock
         self.procs: list[Any] = []
         self.paused: set[int] = set()
+        self.log_dir = log_dir
         lock_nodes = tuple(n for n in cluster.nodes if n.role == "lock")
         store_node = next(n for n in cluster.nodes if n.role == "store")
         for i in range(spec.concurrency):
@@ -110,11 +111,25 @@ class Workers:
             except queue_mod.Empty:
                 dead = [i for i, p in enumerate(self.procs) if not p.is_alive() and i not in ready]
                 if dead or time.monotonic() > deadline:
-                    raise ClusterError(f"worker(s) {dead or sorted(set(range(len(self.procs))) - ready)} could not open "
-                                       f"their lock client; run with --concurrency 1 to see the error")
+                    which = ", ".join(f"c{i + 1}" for i in (dead or sorted(set(range(len(self.procs))) - ready)))
+                    raise ClusterError(f"worker(s) {which} {'exited' if dead else 'did not open their lock client in time'}"
+                                       f"; see the worker logs in {self.log_dir}")
                 continue
+            if FAILED in msg:
+                self.failed(msg)
             ready.add(msg[READY])
         self.go.set()
+
+    def failed(self, msg: dict) -> None:
+        """Raise the error a worker reported while opening its client, as one sentence."""
+        from harness.errors import BadArgument
+
+        i = msg[FAILED]
+        if msg.get("bad_argument"):
+            raise BadArgument(msg["error"])
+        raise ClusterError(f"worker c{i + 1} could not open its lock client ({msg['error']}); "
+                           f"the traceback is in {self.log_dir / f'worker-c{i + 1}.log'}" if self.log_dir else
+                           f"worker c{i + 1} could not open its lock client ({msg['error']})")
 
     def pid(self, index: int) -> int:
         return self.procs[index].pid
@@ -208,6 +223,7 @@ def run(spec: TestSpec, *, progress: bool = True) -> RunOutcome:
     live = LiveState()
     show = Progress(enabled=progress, spec=spec)
     interrupted = False
+    aborted: BaseException | None = None
     timings: dict[str, float] = {}
     errors: list[str] = []
     started = False
@@ -222,6 +238,9 @@ def run(spec: TestSpec, *, progress: bool = True) -> RunOutcome:
             except queue_mod.Empty:
                 return
             if READY in d:  # a worker that opened its client after a Ctrl-C cut start() short
+                continue
+            if FAILED in d:  # a worker that stopped on an error (its log has the traceback)
+                errors.append(f"worker c{d[FAILED] + 1} stopped: {d.get('error')}")
                 continue
             op = history.append(op_from_dict(d, "worker"))
             live.see(op)
@@ -250,6 +269,7 @@ def run(spec: TestSpec, *, progress: bool = True) -> RunOutcome:
         show.status("starting cluster")
         cluster.up()
         started = True
+        store.link_latest(Path(spec.store), run_dir)
         timings["cluster_up_s"] = round(time.monotonic() - t, 3)
         workers = Workers(spec, cluster, run_dir / "nodes")
         nemesis.setup(NemesisContext(spec=spec, cluster=cluster, workers=workers))
@@ -277,35 +297,58 @@ def run(spec: TestSpec, *, progress: bool = True) -> RunOutcome:
     except KeyboardInterrupt:
         interrupted = True
         show.status("interrupted: healing and stopping")
+    except BaseException as e:  # recorded, so no later check can call this run valid; then raised
+        aborted = e
     finally:  # each step on its own: whatever fails, the cluster still comes down
-        try:
-            nemesis.teardown()
-        except Exception as e:
-            errors.append(f"nemesis teardown: {e}")
-        try:
-            if workers is not None:
-                workers.stop(grace=spec.ttl_ms / 1000 + spec.acquire_timeout + 2)
-                drain(0.2)
-            if started:
-                _final_read(spec, cluster, history)
-        except Exception as e:
-            errors.append(f"stopping the workers: {type(e).__name__}: {e}")
-        finally:
-            history.close()
-            t = time.monotonic()
-            cluster.down()
-            timings["cluster_down_s"] = round(time.monotonic() - t, 3)
+        presses_before = interrupts.presses()
+        with interrupts.shielded("cleaning up: healing the faults, stopping the workers and servers"):
+            _teardown(spec, nemesis, workers, drain, cluster, history, started, errors, timings)
             show.close()
-    from harness.analysis import analyse
+        interrupted = interrupted or interrupts.presses() > presses_before
+    outcome = {"interrupted": interrupted, "started": started,
+               "aborted": None if aborted is None else _reason(aborted)}
+    with interrupts.shielded("checking the history and writing the results"):
+        from harness.analysis import OUTCOME, analyse
 
-    if spec.options.get("clock_target") == "clients" and "clock-skew" in spec.nemesis:
-        # What an in-process client clock skew can reach in this backend (often nothing).
-        client = plugins.backend_class(spec.backend)(spec.options, None)
-        timings["client_clock_reads"] = list(getattr(client, "clock_reads", ())) or \
-            ["none: this backend times its leases with the monotonic clock"]
-    results = analyse(spec, run_dir, timings=timings, errors=errors, interrupted=interrupted,
-                      fallback=cluster.fallback_reason)
+        if spec.options.get("clock_target") == "clients" and "clock-skew" in spec.nemesis:
+            # What an in-process client clock skew can reach in this backend (often nothing).
+            client = plugins.backend_class(spec.backend)(spec.options, None)
+            timings["client_clock_reads"] = list(getattr(client, "clock_reads", ())) or \
+                ["none: this backend times its leases with the monotonic clock"]
+        store.write_json(run_dir / OUTCOME, outcome)
+        results = analyse(spec, run_dir, timings=timings, errors=errors, interrupted=interrupted,
+                          fallback=cluster.fallback_reason)
+    if aborted is not None:
+        raise aborted
     return RunOutcome(run_dir=run_dir, summary=results["summary"], results=results, interrupted=interrupted)
+
+
+def _reason(e: BaseException) -> str:
+    from harness.errors import ChaosError
+
+    return str(e) if isinstance(e, ChaosError) else f"the run crashed: {type(e).__name__}: {e}"[:500]
+
+
+def _teardown(spec, nemesis, workers, drain, cluster, history, started, errors, timings) -> None:
+    """Heal, stop the workers, read the counter, close the history, stop the cluster: each
+    step on its own, so whatever fails, the cluster still comes down."""
+    try:
+        nemesis.teardown()
+    except Exception as e:
+        errors.append(f"nemesis teardown: {e}")
+    try:
+        if workers is not None:
+            workers.stop(grace=spec.ttl_ms / 1000 + spec.acquire_timeout + 2)
+            drain(0.2)
+        if started:
+            _final_read(spec, cluster, history)
+    except Exception as e:
+        errors.append(f"stopping the workers: {type(e).__name__}: {e}")
+    finally:
+        history.close()
+        t = time.monotonic()
+        cluster.down()
+        timings["cluster_down_s"] = round(time.monotonic() - t, 3)
 
 
 def _final_read(spec: TestSpec, cluster: LocalCluster, history: HistoryWriter) -> None:

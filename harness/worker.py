@@ -27,6 +27,7 @@ from harness.errors import NotAcquired
 from harness.history import now_ns
 
 READY = "ready"  # the message a worker sends once its client is open
+FAILED = "failed"  # the message a worker sends instead when it cannot go on: {FAILED: index, "error", "bad_argument"}
 SAFETY_MARGIN = 0.2  # fraction of the TTL kept free between the end of a hold and expiry
 
 
@@ -65,9 +66,31 @@ class Recorder:
 
 def worker_main(args: WorkerArgs, queue, stop, go) -> None:
     """Entry point of a worker process. Says READY once its client is open, starts when
-    `go` is set (so every worker starts together), returns when `stop` is set."""
+    `go` is set (so every worker starts together), returns when `stop` is set.
+
+    Must not print a traceback on the user's terminal: an error that ends the worker goes,
+    with its traceback, to the worker's log, and as one FAILED message to the runner."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner owns Ctrl-C and stops us
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})  # blocked while we were spawned
+    try:
+        _work(args, queue, stop, go)
+    except BaseException as e:
+        import traceback
+
+        from harness.errors import BadArgument
+
+        if args.log_path:
+            try:
+                with open(args.log_path, "a") as log:
+                    log.write(f"worker c{args.index + 1} stopped by an error:\n{traceback.format_exc()}")
+            except OSError:
+                pass
+        queue.put({FAILED: args.index, "error": str(e) if isinstance(e, BadArgument) else _err(e),
+                   "bad_argument": isinstance(e, BadArgument)})
+        raise SystemExit(1) from None
+
+
+def _work(args: WorkerArgs, queue, stop, go) -> None:
     if args.log_path:
         # Client libraries (kazoo, pottery, grpc) log to stderr; keep that in the run dir.
         logging.basicConfig(filename=args.log_path, level=logging.INFO,

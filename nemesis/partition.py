@@ -19,6 +19,7 @@ from typing import Any
 from harness.cluster import grudge as G
 from harness.cluster.base import NetworkControl
 from harness.errors import BadArgument
+from harness.interrupts import quiet_group
 from harness.options import Option, read
 from harness.history import Op
 from nemesis.base import Fault, NemesisContext, complete
@@ -74,7 +75,8 @@ class _Net:
         if ns is None:
             return None
         probe = f"import socket;socket.create_connection(({host!r},{port}),timeout=0.3)"
-        r = subprocess.run(["ip", "netns", "exec", ns, "python3", "-c", probe], capture_output=True, timeout=5)
+        r = subprocess.run(["ip", "netns", "exec", ns, "python3", "-c", probe], capture_output=True, timeout=5,
+                           **quiet_group())
         return f"{ns} still reaches {host}:{port}" if r.returncode == 0 else None
 
     def _heal(self, op: Op) -> Op:

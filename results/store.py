@@ -30,10 +30,10 @@ def stamped_dir(parent: str | os.PathLike) -> Path:
 
 
 def new_run_dir(store: str | os.PathLike, name: str) -> Path:
-    root = Path(store)
-    d = stamped_dir(root / name)
+    """A fresh run dir with its nodes/ subdir. `latest` is not moved here: the runner links
+    it once the run has really started (a run that failed to start must not become latest)."""
+    d = stamped_dir(Path(store) / name)
     (d / "nodes").mkdir()
-    link_latest(root, d)
     return d
 
 
@@ -56,4 +56,128 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def read_results(run_dir: str | os.PathLike) -> dict:
-    return json.loads((Path(run_dir) / "results.json").read_text())
+    """The results.json of a run dir, or one sentence (BadArgument) on why it cannot be read."""
+    from harness.errors import BadArgument
+
+    f = Path(run_dir) / "results.json"
+    try:
+        doc = json.loads(f.read_bytes().decode("utf-8"))
+    except OSError as e:
+        raise BadArgument(f"cannot read {f} ({e.strerror}); `chaos report {run_dir}` rebuilds it") from None
+    except (ValueError, RecursionError):  # not UTF-8, not JSON
+        raise BadArgument(f"{f} is not valid JSON; `chaos report {run_dir}` rebuilds it") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("summary"), dict):
+        raise BadArgument(f"{f} holds no summary object; `chaos report {run_dir}` rebuilds it")
+    return doc
+
+
+# ---------------------------------------------------------------- reading a stored run
+
+_SPEC_FIX = "restore it or delete it to check with default settings"
+
+
+def load_run(path: str | os.PathLike, *, need_dir: bool = False) -> tuple[Any, list]:
+    """(TestSpec, history) of a stored run, for `chaos check` and `chaos report`.
+
+    `path` is a run dir or a history.jsonl (whose spec.json, if any, sits beside it);
+    `need_dir` refuses a file, for commands that write into the run dir. Whatever is wrong
+    with the path, the spec or the history is a BadArgument (BadHistory) of one sentence
+    naming the file and what to do; a missing spec.json means the default TestSpec."""
+    from harness.errors import BadArgument
+    from harness.history import read_history
+
+    p = Path(path)
+    if not p.exists():
+        hint = "a run directory such as store/latest" + ("" if need_dir else " or a history.jsonl")
+        raise BadArgument(f"{path} does not exist; give {hint}")
+    if need_dir and not p.is_dir():
+        raise BadArgument(f"{path} is a file, not a run directory; give the directory that holds its "
+                          f"history.jsonl and spec.json")
+    spec = read_spec((p if p.is_dir() else p.parent) / "spec.json")
+    return spec, read_history(p)
+
+
+def read_spec(f: Path) -> Any:
+    """The TestSpec stored in spec.json `f`, the default one if there is none, or one
+    sentence (BadArgument) naming the file and what is wrong with it."""
+    from harness.errors import BadArgument
+    from harness.spec import TestSpec
+
+    if not f.exists() and not f.is_symlink():
+        return TestSpec()
+    if f.is_dir():
+        raise BadArgument(f"{f} is a directory, not a spec file; remove it to check with default settings")
+    try:
+        text = f.read_bytes().decode("utf-8")
+    except OSError as e:
+        raise BadArgument(f"cannot read {f} ({e.strerror}); check its permissions or delete it to check "
+                          f"with default settings") from None
+    except UnicodeDecodeError as e:
+        raise BadArgument(f"{f} is not UTF-8 (byte {e.start + 1}); {_SPEC_FIX}") from None
+    try:
+        d = json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as e:
+        raise BadArgument(f"{f} is not valid JSON (line {e.lineno}); {_SPEC_FIX}") from None
+    except (ValueError, RecursionError):  # NaN, Infinity, a 5000-digit number, [[[[...]]]]
+        raise BadArgument(f"{f} is not valid JSON (NaN, Infinity, a huge number or deep nesting); {_SPEC_FIX}") from None
+    if not isinstance(d, dict):
+        raise BadArgument(f"{f} holds a JSON {type(d).__name__}, not an object of spec fields; {_SPEC_FIX}")
+    fields = _spec_types()
+    unknown = sorted(set(d) - set(fields))
+    if unknown:
+        raise BadArgument(f"{f} has unknown field(s) {', '.join(unknown)[:120]}; remove them, or {_SPEC_FIX}")
+    for name, value in d.items():
+        want = _type_error(value, fields[name])
+        if want:
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+            raise BadArgument(f"{f}: {name} must be {want}, not {shown}; correct it, or delete the file to check "
+                              f"with default settings")
+    try:
+        return TestSpec.from_dict(d)
+    except (BadArgument, TypeError, ValueError) as e:
+        raise BadArgument(f"{f} is not a spec ({str(e)[:120]}); {_SPEC_FIX}") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _spec_types() -> dict[str, Any]:
+    import typing
+
+    from harness.spec import TestSpec
+
+    return typing.get_type_hints(TestSpec)
+
+
+def _type_error(value: Any, hint: Any) -> str | None:
+    """What `value` should be to fit the annotation `hint`, or None if it fits. Only the
+    shapes TestSpec uses are known; any other annotation accepts every value."""
+    import math
+    import types
+    import typing
+    from collections.abc import Mapping
+
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        errs = [_type_error(value, a) for a in inner]
+        return None if any(e is None for e in errs) else " or ".join(e for e in errs if e) + \
+            (" or null" if type(None) in args else "")
+    if hint is bool:
+        return None if isinstance(value, bool) else "true or false"
+    if hint is int:
+        return None if isinstance(value, int) and not isinstance(value, bool) else "an integer"
+    if hint is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        return None if ok else "a finite number"
+    if hint is str:
+        return None if isinstance(value, str) else "a string"
+    if origin is tuple:
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        return None if ok else "a list of strings"
+    if origin is Mapping or hint is Mapping or origin is dict:
+        return None if isinstance(value, dict) else "an object"
+    return None

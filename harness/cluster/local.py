@@ -24,6 +24,7 @@ from typing import Iterable, Mapping, Sequence
 
 from harness.cluster.base import Node, ProcState, ServerKind, check_run_id, node_named
 from harness.errors import BadArgument, ClusterError, MissingDependency, PortInUse
+from harness.interrupts import shielded
 
 RUN_ENV = "CHAOSLOCK_RUN"
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
@@ -35,6 +36,25 @@ def state_root() -> Path:
     fsync-bound). One root per user, so a root run never locks other users out."""
     base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
     return base / f"chaoslock-{os.geteuid()}"
+
+
+def faketime_files(pid: int) -> list[Path]:
+    """The shared memory libfaketime 0.9.10 creates for a process it was preloaded into
+    first (its `FAKETIME_SHARED` segment and semaphore), named by that process's pid."""
+    return [Path(f"/dev/shm/faketime_shm_{pid}"), Path(f"/dev/shm/sem.faketime_sem_{pid}")]
+
+
+def remove_faketime_files(pid: int) -> list[str]:
+    """Remove them once the process is gone (libfaketime does not, on SIGTERM or SIGKILL)."""
+    gone = []
+    for f in faketime_files(pid):
+        try:
+            if f.lstat().st_uid == os.geteuid():
+                f.unlink()
+                gone.append(str(f))
+        except OSError:
+            pass
+    return gone
 
 
 def make_state_root() -> Path:
@@ -128,8 +148,13 @@ class LocalCluster:
             if g.fake_clock and not os.path.exists(FAKETIME_LIB):
                 raise MissingDependency(f"{FAKETIME_LIB} not found; run `make install` (apt package libfaketime)")
         try:
-            make_state_root()
-            self.dir.mkdir()  # a fresh run id: an existing dir is someone else's, never ours
+            for _ in range(3):  # another run's down() may remove the empty root meanwhile
+                make_state_root()
+                try:
+                    self.dir.mkdir()  # a fresh run id: an existing dir is someone else's, never ours
+                    break
+                except FileNotFoundError:
+                    continue
             self._created = True
             self._write_state()  # first: `chaos cluster down` removes only dirs with a state file
             self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -195,9 +220,13 @@ class LocalCluster:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ETCD_", "FAKETIME", "LD_PRELOAD"))}
         env[RUN_ENV] = self.run_id
         env.update(kind.env(node))
-        if node.clock_file:
-            env.update(LD_PRELOAD=FAKETIME_LIB, FAKETIME_TIMESTAMP_FILE=node.clock_file, FAKETIME_NO_CACHE="1")
         argv = kind.argv(node, [n for n in self.nodes if n.kind == node.kind])
+        if node.clock_file:
+            # Preloaded into the server alone, through `env`, not into `ip netns exec`:
+            # libfaketime makes shared memory named by the pid of the first process that
+            # loads it, and the exec chain keeps one pid, so the files to remove are known.
+            argv = ["env", f"LD_PRELOAD={FAKETIME_LIB}", f"FAKETIME_TIMESTAMP_FILE={node.clock_file}",
+                    "FAKETIME_NO_CACHE=1"] + argv
         if node.netns:
             argv = ["ip", "netns", "exec", node.netns] + argv
         log = open(node.log_path, "ab")
@@ -207,7 +236,7 @@ class LocalCluster:
                                  start_new_session=True, cwd=node.data_dir if os.path.isdir(node.data_dir) else None)
         except FileNotFoundError as e:
             raise MissingDependency(f"cannot start {node.name}: {e.filename} not found; run `make install`") from None
-        self._state[node.name] = ProcState(pid=p.pid, alive=True, extra={"popen": p})
+        self._state[node.name] = ProcState(pid=p.pid, alive=True, extra={"popen": p, "faketime": bool(node.clock_file)})
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.ready_timeout
@@ -245,7 +274,12 @@ class LocalCluster:
             return ""
 
     def down(self) -> None:
-        """Stop everything this run started and remove its state dir. Idempotent, never raises."""
+        """Stop everything this run started and remove its state dir. Idempotent, never raises.
+        Ctrl-C cannot cut it short (harness/interrupts.py)."""
+        with shielded("stopping the servers and removing the run's namespaces"):
+            self._down()
+
+    def _down(self) -> None:
         for name in list(self._state):
             self._stop(name)
         for log in self._logs.values():
@@ -260,6 +294,10 @@ class LocalCluster:
                 pass
         if self._created:
             shutil.rmtree(self.dir, ignore_errors=True)
+            try:
+                self.dir.parent.rmdir()  # the per-user root, once no run uses it
+            except OSError:
+                pass
 
     def _stop(self, name: str, sig_timeout: float = 5.0) -> None:
         st = self._state.get(name)
@@ -280,6 +318,11 @@ class LocalCluster:
                 pass
             p.wait(5)
         st.alive = st.paused = False
+        self._forget_pid(st)
+
+    def _forget_pid(self, st: ProcState) -> None:
+        if st.extra.get("faketime"):
+            remove_faketime_files(st.pid)
 
     # -- ProcessControl --------------------------------------------------------------------
     def pids(self, name: str) -> list[int]:
@@ -305,6 +348,7 @@ class LocalCluster:
             pass
         p.wait(5)
         st.alive = st.paused = False
+        self._forget_pid(st)
 
     def restart(self, name: str, *, wipe: bool = False) -> None:
         """Start a killed node again with its data dir (or an empty one with wipe=True)."""

@@ -35,6 +35,7 @@ from typing import IO, Iterable, Mapping
 
 from harness.cluster.base import RUN_ID, check_run_id
 from harness.errors import BadArgument, ChaosError, ClusterError, NemesisError
+from harness.interrupts import quiet_group, shielded
 
 NS_PREFIX = "cl-"
 BRIDGE_PREFIX = "clb"
@@ -54,7 +55,7 @@ _OWNER = re.compile(r'^(?:cl-|cl[bv])([0-9a-f]{6})|--comment "?chaoslock-([0-9a-
 def _run(argv: list[str], *, input: str | None = None, check: bool = True,
          error: type[ChaosError] = ClusterError) -> subprocess.CompletedProcess:
     """Run a command quietly; on failure raise `error` quoting its stderr."""
-    proc = subprocess.run(argv, input=input, capture_output=True, text=True)
+    proc = subprocess.run(argv, input=input, capture_output=True, text=True, **quiet_group())
     if check and proc.returncode != 0:
         raise error(f"`{' '.join(argv)}` failed: {proc.stderr.strip() or proc.returncode}")
     return proc
@@ -369,7 +370,7 @@ class Network:
                 jobs[ns] = ("*filter\n" + "".join("-D" + r[2:] + "\n" for r in sorted(old - new))
                             + "".join(r + "\n" for r in sorted(new - old)) + "COMMIT\n")
         procs = {ns: subprocess.Popen(self._restore_argv(ns), stdin=subprocess.PIPE, text=True,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **quiet_group())
                  for ns in jobs}
         for ns, proc in procs.items():
             proc.communicate(jobs[ns])
@@ -401,6 +402,10 @@ class Network:
         ClusterError only if something is still there after ~3 s. Must not kill processes:
         stopping servers is the provider's job, done before down().
         """
+        with shielded("removing the run's namespaces and bridge"):
+            self._down()
+
+    def _down(self) -> None:
         _remove(lambda rid: rid == self.run_id, kill_processes=False)
         self._hosts.clear()
         self._rules.clear()

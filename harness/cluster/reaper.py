@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from harness.cluster.base import RUN_ID, check_run_id
-from harness.cluster.local import RUN_ENV, state_root
+from harness.cluster.local import RUN_ENV, remove_faketime_files, state_root
 
 
 TITLE_MARK = b"chaos-run="
@@ -107,6 +107,7 @@ def kill_run(run_id: str, timeout: float = 5.0) -> list[str]:
             except ProcessLookupError:
                 pass
         done.append(f"process {pid} (run {run_id})")
+        done += [f"libfaketime file {f}" for f in remove_faketime_files(pid)]
     if os.geteuid() == 0:  # only root makes namespaces, bridges and rules
         from harness.cluster import netns
 

@@ -520,7 +520,7 @@ def supported() -> str | None:
         return reason or _probe[0]
     code = "import sys, time\nprint('ready', flush=True)\nfor line in sys.stdin:\n    print(time.time(), flush=True)\n"
     child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, text=True, process_group=0)
     try:
         # Patch only once the child runs Python: before (or during) its exec it has no vDSO
         # of its own yet, which made this probe fail now and then on a loaded host.

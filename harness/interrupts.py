@@ -1,0 +1,59 @@
+"""Ctrl-C must never cut a teardown short.
+
+People press Ctrl-C two or three times. The first press ends a run (KeyboardInterrupt);
+every press after that, while the harness heals faults, stops workers and servers,
+removes namespaces and writes the results, would otherwise interrupt that cleanup half
+way and leave namespaces, rules and processes behind. Inside `shielded()` SIGINT and
+SIGTERM only say what is happening; there is no faster safe path, so they are ignored
+until the step ends.
+
+The terminal sends Ctrl-C to the whole foreground process group, so the commands a
+teardown runs (`ip`, `iptables-restore`) must not be in it: start them with
+`process_group=0` (see `quiet_group`).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+_presses = 0  # Ctrl-C (or SIGTERM) received while shielded, in this process
+
+
+@contextmanager
+def shielded(doing: str) -> Iterator[None]:
+    """Run the block with SIGINT and SIGTERM deferred: each press prints one line saying
+    `doing` is under way. A no-op outside the main thread (only it can set handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    told = False
+
+    def hold(signum, frame) -> None:
+        global _presses
+        nonlocal told
+        _presses += 1
+        if not told:
+            told = True
+            print(f"\nchaos: {doing}; please wait, this takes a few seconds (Ctrl-C is ignored until it is done)",
+                  file=sys.stderr, flush=True)
+
+    before = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h)
+
+
+def presses() -> int:
+    """How many Ctrl-Cs arrived while shielded (a run counts them as an interruption)."""
+    return _presses
+
+
+def quiet_group() -> dict:
+    """Popen keywords that keep a helper command out of the terminal's process group."""
+    return {"process_group": 0}
