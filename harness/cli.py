@@ -151,6 +151,8 @@ def run(backend, nemesis, time_limit, recovery, concurrency, seed, ttl_ms, acqui
     names = tuple(n.strip() for n in nemesis.split(",") if n.strip() and n.strip() != "none")
     options = parse_options(options)
     if watchdog:
+        if options.get("watchdog", "true").strip().lower() not in ("1", "true", "yes", "on"):
+            raise BadArgument(f"--watchdog contradicts -o watchdog={options['watchdog']}; give one of them")
         options["watchdog"] = "true"
     seed = seed if seed is not None else random.SystemRandom().randrange(1, 2**31)
     if recovery is None:  # only the default adapts to a short run; an explicit value is kept or refused

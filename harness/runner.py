@@ -305,7 +305,7 @@ def run(spec: TestSpec, *, progress: bool = True) -> RunOutcome:
             _teardown(spec, nemesis, workers, drain, cluster, history, started, errors, timings)
             show.close()
         interrupted = interrupted or interrupts.presses() > presses_before
-    outcome = {"interrupted": interrupted, "started": started,
+    outcome = {"run_id": run_id, "interrupted": interrupted, "started": started,
                "aborted": None if aborted is None else _reason(aborted)}
     with interrupts.shielded("checking the history and writing the results"):
         from harness.analysis import OUTCOME, analyse

@@ -115,6 +115,11 @@ class LocalCluster:
             from harness.cluster import netns as _netns
 
             reason = _netns.netns_available()
+            if reason is None and base_port is not None:
+                if netns is True:
+                    raise BadArgument("--base-port sets loopback ports, which a run in network namespaces does not use; "
+                                      "drop --base-port or use --no-netns")
+                reason = "--base-port asks for loopback ports"  # the explicit setting wins, and the run says so
             if reason is None:
                 self.network = _netns.Network(run_id)
             elif netns is True:

@@ -43,7 +43,6 @@ _VETH_PREFIX = "clv"
 _POOL = ipaddress.ip_network("198.18.0.0/15")  # RFC 2544 benchmarking range; never leave it
 _POOL_SUBNETS = list(_POOL.subnets(new_prefix=24))
 _LOCK_DIR = "/run/lock"
-_PICK_LOCK = f"{_LOCK_DIR}/chaoslock-netns.lock"
 _NETNS_DIR = "/run/netns"
 _CLONE_NEWNET = 0x40000000
 _DOWN_WAIT_S = 3.0
@@ -276,8 +275,10 @@ class Network:
                     os.stat(self._lock.name).st_ino == os.fstat(self._lock.fileno()).st_ino:
                 break
             self._lock.close()
-        with open(_PICK_LOCK, "w") as pick:
-            # Two runs starting together must not both pick the same free /24.
+        # Two runs starting together must not both pick the same free /24. The lock is on
+        # the lock directory itself, which always exists: a lock file would stay behind.
+        pick = os.open(_LOCK_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
             fcntl.flock(pick, fcntl.LOCK_EX)
             if any(self._net.overlaps(u) for u in _used_networks()):
                 self._set_subnet(_pick_subnet(self.run_id))
@@ -285,6 +286,8 @@ class Network:
                 f"link add {self.bridge} type bridge\n"
                 f"addr add {self.bridge_addr}/{self._net.prefixlen} dev {self.bridge}\n"
                 f"link set {self.bridge} up\n"))
+        finally:
+            os.close(pick)  # closing drops the flock
         # br_netfilter sends bridged frames through the root FORWARD chain: a DROP policy
         # there (Docker sets one) would silently cut every host off from every other.
         if not _forward_accepts():

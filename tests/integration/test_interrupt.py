@@ -78,3 +78,71 @@ def spawned_workers(parent: int) -> list[int]:
             except (OSError, ValueError, IndexError):
                 pass
     return found
+
+
+def leftovers() -> dict[str, set[str]]:
+    """Everything of chaoslock's that a run could leave on this machine, by where it lives."""
+    import os
+
+    from tests.conftest import OWNER
+
+    found = {
+        "netns": {l.split()[0] for l in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                                       text=True).stdout.splitlines() if l.startswith("cl-")},
+        "links": {l.split(":")[1].strip().split("@")[0] for l in subprocess.run(
+            ["ip", "-o", "link", "show"], capture_output=True, text=True).stdout.splitlines()
+            if l.split(":")[1].strip().startswith(("clb", "clv"))},
+        "rules": {l for l in subprocess.run(["iptables-save"], capture_output=True, text=True).stdout.splitlines()
+                  if "chaoslock" in l},
+        "locks": {p.name for p in Path("/run/lock").glob("chaoslock-*.lock")},
+        "shm": {p.name for p in Path("/dev/shm").iterdir()
+                if p.name.startswith(("chaoslock", "faketime_", "sem.faketime_"))},
+        "processes": set(map(str, descendants_with_owner())),
+    }
+    for d in Path("/dev/shm").glob("chaoslock*"):
+        found["shm"] |= {f"{d.name}/{sub.name}" for sub in d.iterdir()} if d.is_dir() else set()
+    assert OWNER and os.geteuid() == 0
+    return found
+
+
+@pytest.mark.parametrize("backend, nemesis, first_s, presses, gap_s", [
+    ("redlock", "clock-skew", 6.0, 2, 0.3),   # mid run, twice
+    ("redlock", "clock-skew", 6.0, 3, 0.15),  # mid run, three times within half a second
+    ("redis", "pause-holder", 6.0, 3, 0.3),   # a holder may be SIGSTOPped when it lands
+    ("redlock", "clock-skew", 1.0, 3, 0.2),   # while the cluster is still coming up
+])
+def test_repeated_ctrl_c_leaves_nothing_and_keeps_the_results(tmp_path, backend, nemesis, first_s, presses, gap_s):
+    """A terminal's Ctrl-C reaches the whole foreground process group, pressed two or three
+    times within a second: the teardown still finishes, and the results are still written."""
+    import os
+
+    from tests.conftest import need_root_netns
+
+    if need_root_netns():
+        pytest.skip(need_root_netns())
+    before = leftovers()
+    p = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", backend, "--nemesis", nemesis,
+                          "--time-limit", "60", "--seed", "4", "--nemesis-interval", "1.5", "--store", str(tmp_path),
+                          "--json"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    time.sleep(first_s)
+    for _ in range(presses):
+        os.killpg(p.pid, signal.SIGINT)  # what the terminal does: every process of the group
+        time.sleep(gap_s)
+    out, err = p.communicate(timeout=90)
+    assert p.returncode == 130, err[-2000:]
+    assert "Traceback" not in err, err[-2000:]
+    after = leftovers()
+    assert {k: after[k] - before[k] for k in after if after[k] - before[k]} == {}, err[-2000:]
+    run_dirs = [d for d in tmp_path.glob(f"{backend}-*/*") if d.is_dir()]
+    assert len(run_dirs) == 1
+    outcome = json.loads((run_dirs[0] / "outcome.json").read_text())
+    assert outcome["interrupted"] is True
+    results = json.loads((run_dirs[0] / "results.json").read_text())
+    assert results["summary"]["interrupted"] is True
+    if outcome["started"]:
+        assert out.strip(), "a run that started prints its summary"
+        assert any(json.loads(line)["process"] == "final"
+                   for line in (run_dirs[0] / "history.jsonl").read_text().splitlines())
+    else:
+        assert results["summary"]["valid"] == "unknown"
