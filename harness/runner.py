@@ -81,6 +81,7 @@ class Workers:
         self.procs: list[Any] = []
         self.paused: set[int] = set()
         self.log_dir = log_dir
+        self.options = dict(spec.options)
         lock_nodes = tuple(n for n in cluster.nodes if n.role == "lock")
         store_node = next(n for n in cluster.nodes if n.role == "store")
         for i in range(spec.concurrency):
@@ -127,9 +128,10 @@ class Workers:
         i = msg[FAILED]
         if msg.get("bad_argument"):
             raise BadArgument(msg["error"])
-        raise ClusterError(f"worker c{i + 1} could not open its lock client ({msg['error']}); "
-                           f"the traceback is in {self.log_dir / f'worker-c{i + 1}.log'}" if self.log_dir else
-                           f"worker c{i + 1} could not open its lock client ({msg['error']})")
+        given = ", ".join(f"-o {k}={v}" for k, v in self.options.items())
+        where = f"; the traceback is in {self.log_dir / f'worker-c{i + 1}.log'}" if self.log_dir else ""
+        raise ClusterError(f"worker c{i + 1} could not open its lock client ({msg['error']})"
+                           + (f"; this run set {given}" if given else "") + where)
 
     def pid(self, index: int) -> int:
         return self.procs[index].pid

@@ -1,0 +1,52 @@
+"""A run leaves the machine as it found it (issue 13): /dev/shm exactly, after the clock
+nemesis too (libfaketime's shared memory), and a worker error is one sentence."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import chaos
+
+pytestmark = pytest.mark.integration
+
+
+def shm() -> set[str]:
+    return {p.name for p in Path("/dev/shm").iterdir()}
+
+
+@pytest.mark.parametrize("backend", ["redlock", "redis"])
+def test_clock_skew_leaves_dev_shm_exactly_as_it_was(tmp_path, backend):
+    before = shm()
+    r = chaos("run", "--backend", backend, "--nemesis", "clock-skew", "--time-limit", "5", "--nemesis-interval", "1",
+              "--seed", "3", "--store", str(tmp_path), "--json")
+    assert r.returncode in (0, 1), r.stderr[-2000:]
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    history = Path(summary["run_dir"], "history.jsonl").read_text()
+    assert '"f":"clock-bump"' in history or '"f":"clock-strobe"' in history, "no clock fault ran"
+    assert shm() == before, f"left in /dev/shm: {sorted(shm() - before)}; removed: {sorted(before - shm())}"
+
+
+def test_a_worker_that_cannot_open_its_client_is_one_sentence(tmp_path):
+    r = chaos("run", "--backend", "zookeeper", "-o", "connect_timeout_s=0.001", "--time-limit", "3",
+              "--concurrency", "2", "--store", str(tmp_path))
+    assert r.returncode == 255, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr + r.stdout, r.stderr
+    assert "could not open its lock client" in lines[0] and "-o connect_timeout_s=0.001" in lines[0]
+    log = Path(lines[0].rsplit("the traceback is in ", 1)[1])
+    assert "Traceback" in log.read_text()
+    run_dir = log.parent.parent
+    summary = json.loads((run_dir / "results.json").read_text())["summary"]
+    assert summary["valid"] == "unknown" and "did not finish" in summary["unknown_reason"]
+
+
+def test_a_run_that_failed_to_start_does_not_move_latest(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHAOSLOCK_VALKEY_SERVER", "/bin/false")  # starts, then exits at once
+    r = chaos("run", "--backend", "redis", "--time-limit", "3", "--store", str(tmp_path))
+    assert r.returncode == 255 and "exited with code 1 during start" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "latest").exists()
+    run_dir, = tmp_path.glob("redis-none/*")
+    summary = json.loads((run_dir / "results.json").read_text())["summary"]
+    assert summary["valid"] == "unknown"
