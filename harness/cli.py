@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import shlex
 import sys
@@ -16,6 +15,7 @@ import traceback
 
 import click
 
+from harness.cliargs import check_writable_dir, check_writable_file
 from harness.errors import EXIT_BAD_ARGS, EXIT_CRASH, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadArgument, ChaosError
 
 
@@ -35,51 +35,6 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
             raise BadArgument(f"--option {p!r} is not NAME=VALUE; for example --option node_timeout_ms=50")
         out[k.strip()] = v.strip()
     return out
-
-
-def check_writable_dir(path: str, flag: str) -> None:
-    """A directory runs can be written into (made if missing), or one sentence why not.
-
-    Checked before anything starts, by really creating what is missing and a file in it,
-    then removing exactly what the check made: a long run must not fail at its end."""
-    import tempfile
-    from pathlib import Path
-
-    p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise BadArgument(f"{flag} {path} is a file, not a directory; give a directory (it is created if missing)")
-    made = [q for q in (p, *p.parents) if not q.exists()]
-    try:
-        p.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=p):
-            pass
-    except OSError as e:
-        raise BadArgument(f"{flag} {path} cannot be written ({e.strerror}); give a directory you can write to") from None
-    finally:
-        for q in made:
-            try:
-                q.rmdir()
-            except OSError:
-                pass
-
-
-def check_writable_file(path: str, flag: str) -> None:
-    """A file that can be (over)written in an existing directory, or one sentence why not."""
-    from pathlib import Path
-
-    p = Path(path)
-    if p.is_dir():
-        raise BadArgument(f"{flag} {path} is a directory; give a file name, such as {p / 'results.xml'}")
-    if not p.parent.is_dir():
-        raise BadArgument(f"{flag} {path}: the directory {p.parent} does not exist; create it or give another path")
-    existed = p.exists()
-    try:
-        with open(p, "a"):
-            pass
-    except OSError as e:
-        raise BadArgument(f"{flag} {path} cannot be written ({e.strerror}); give a path you can write to") from None
-    if not existed:
-        p.unlink()
 
 
 def verdict_text(s: dict) -> str:

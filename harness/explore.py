@@ -14,6 +14,7 @@ from typing import Callable
 
 import click
 
+from harness.cliargs import Seconds, check_writable_dir
 from harness.errors import BadArgument
 
 FAULTS = {"pause-holder": "pause_multiple", "clock-skew": "clock_jump"}
@@ -61,22 +62,23 @@ def bisect_boundary(breaks: Callable[[float], bool], lo: float, hi: float, steps
 @click.option("--fault", type=click.Choice(sorted(FAULTS)), default="pause-holder", show_default=True)
 @click.option("--vary", type=click.Choice(["duration"]), default="duration", show_default=True,
               help="what is varied: the pause length or the jump size")
-@click.option("--lo", type=float, default=0.25, show_default=True, help="smallest multiple of the TTL")
-@click.option("--hi", type=float, default=4.0, show_default=True, help="largest multiple of the TTL")
+@click.option("--lo", type=Seconds(0, 100, open_lo=True), default=0.25, show_default=True, help="smallest multiple of the TTL")
+@click.option("--hi", type=Seconds(0, 100, open_lo=True), default=4.0, show_default=True, help="largest multiple of the TTL")
 @click.option("--steps", type=int, default=5, show_default=True, help="bisection steps after the two ends")
 @click.option("--seeds", type=int, default=1, show_default=True, help="seeds per probe (any break counts)")
 @click.option("--ttl", "ttl_ms", type=int, default=2000, show_default=True)
-@click.option("--time-limit", type=float, default=15.0, show_default=True, help="seconds per probe")
+@click.option("--time-limit", type=Seconds(2, 3600), default=15.0, show_default=True, help="seconds per probe")
 @click.option("--store", default="store", show_default=True)
 def explore(backend, fault, vary, lo, hi, steps, seeds, ttl_ms, time_limit, store):
     """Bisect the smallest fault, relative to the TTL, that breaks mutual exclusion."""
     from harness import plugins
 
     plugins.backend_class(backend)
+    check_writable_dir(store, "--store")
     if not 0 < lo < hi:
         raise BadArgument(f"--lo ({lo}) must be positive and below --hi ({hi})")
-    if not 0 <= steps <= 20 or not 1 <= seeds <= 20 or ttl_ms < 100:
-        raise BadArgument("--steps must be 0..20, --seeds 1..20 and --ttl at least 100 ms")
+    if not 0 <= steps <= 20 or not 1 <= seeds <= 20 or not 100 <= ttl_ms <= 600_000:
+        raise BadArgument("--steps must be 0..20, --seeds 1..20 and --ttl 100..600000 ms")
 
     def breaks(x: float) -> bool:
         b, v = probe(backend, fault, x, seeds, time_limit, store, ttl_ms)

@@ -53,6 +53,7 @@ from typing import Any
 
 import click
 
+from harness.cliargs import Seconds, check_writable_dir, check_writable_file
 from harness.errors import BadArgument
 
 VERDICTS = ("safe", "unsafe", "either", "unsupported")
@@ -446,7 +447,7 @@ def _names(text: str, what: str) -> list[str]:
 @click.option("--nemeses", default="none", show_default=True, help="comma-separated nemeses; a+b composes two in one run")
 @click.option("--fencing", type=click.Choice(["on", "off", "both"]), default="both", show_default=True)
 @click.option("--seeds", type=click.IntRange(1, 1000), default=1, show_default=True, help="runs per cell, seeds 1..N")
-@click.option("--time-limit", type=click.FloatRange(1, None), default=30.0, show_default=True, help="seconds per run")
+@click.option("--time-limit", type=Seconds(1, 86_400), default=30.0, show_default=True, help="seconds per run")
 @click.option("--concurrency", "-c", type=click.IntRange(1, 64), default=5, show_default=True)
 @click.option("--parallel", type=click.IntRange(1, 32), default=1, show_default=True, help="runs at once (see above)")
 @click.option("--expectations", "exp_path", type=click.Path(dir_okay=False), default=None,
@@ -463,6 +464,9 @@ def matrix(backends, nemeses, fencing, seeds, time_limit, concurrency, parallel,
     --parallel K > 1 keeps runs isolated but shares CPUs: with fewer than 2 cores per run,
     timing-sensitive cells can change verdict. --recheck DIR re-judges a stored matrix.
     """
+    check_writable_dir(store, "--store")
+    if junit:
+        check_writable_file(junit, "--junit")
     exp = Expectations.load(exp_path if exp_path is not None else default_expectations())
     human = sys.stderr if as_json else sys.stdout
     if exp.path is None:

@@ -24,6 +24,7 @@ from typing import Callable, Iterable, Sequence
 import click
 
 from harness.checker.lock import holding_windows
+from harness.cliargs import Seconds, check_writable_dir
 from harness.errors import BadArgument, BadHistory
 from harness.history import NEMESIS, Op, read_history
 from results.store import stamped_dir
@@ -313,7 +314,7 @@ def rejudge(row: dict) -> dict:
 @click.option("--all", "all_", is_flag=True, help="run every scenario")
 @click.option("--seeds", type=int, default=1, show_default=True, help="how many seeds per variant")
 @click.option("--first-seed", type=int, default=1, show_default=True, help="seeds run from here upwards")
-@click.option("--time-limit", type=float, default=25.0, show_default=True, help="seconds per run (at most 60)")
+@click.option("--time-limit", type=Seconds(5, 60), default=25.0, show_default=True, help="seconds per run (at most 60)")
 @click.option("--store", default="store", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="print the rows as JSON lines")
 @click.option("--summarize", "summarize_paths", multiple=True, metavar="ROWS",
@@ -337,8 +338,9 @@ def reproduce(name, all_, seeds, first_seed, time_limit, store, as_json, summari
         raise BadArgument(f"name one scenario or use --all; scenarios: {', '.join(SCENARIOS)}")
     if name and name not in SCENARIOS:
         raise BadArgument(f"unknown scenario {name!r}; choose one of: {', '.join(SCENARIOS)}")
-    if not 1 <= seeds <= 100 or not 5 <= time_limit <= 60:
-        raise BadArgument("--seeds must be 1..100 and --time-limit 5..60 seconds")
+    if not 1 <= seeds <= 100 or not 5 <= time_limit <= 60 or not 0 <= first_seed < 2**31:
+        raise BadArgument("--seeds must be 1..100, --first-seed 0..2^31-1 and --time-limit 5..60 seconds")
+    check_writable_dir(store, "--store")
     out_dir = stamped_dir(Path(store) / "reproduce")
     rows_file = (out_dir / "rows.jsonl").open("a")
 
