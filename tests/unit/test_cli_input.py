@@ -9,11 +9,11 @@ from tests.conftest import chaos
     (["run", "--backend", "redlok"], "unknown backend 'redlok'; choose one of"),
     (["run", "--nemesis", "clock-skw"], "unknown nemesis 'clock-skw'; choose one of"),
     (["run", "--time-limit", "abc"], "'abc' is not a valid float"),
-    (["run", "--time-limit", "-3"], "--time-limit must be a positive number"),
+    (["run", "--time-limit", "-3"], "--time-limit must be above 0"),
     (["run", "--concurrency", "0"], "--concurrency must be between 1 and 64"),
     (["run", "--ttl", "1000", "--hold-max", "2000"], "must be below the TTL"),
     (["run", "--option", "novalue"], "is not NAME=VALUE"),
-    (["check", "/nonexistent/history.jsonl"], "no such history file"),
+    (["check", "/nonexistent/history.jsonl"], "does not exist"),
 ])
 def test_bad_arguments_exit_254_with_one_sentence(args, words):
     r = chaos(*args)
