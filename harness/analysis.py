@@ -96,6 +96,20 @@ def summarize(spec: Any, results: dict[str, CheckResult], run_dir: Path | None,
     return s
 
 
+def unchecked(spec: Any, run_dir: Path, outcome: dict, reason: str) -> dict:
+    """The results.json of a run whose checks were skipped: unknown, saying how to check it."""
+    summary: dict[str, Any] = dict.fromkeys(("ops", "acquires_ok", "acquires_fail", "acquires_info", "critical_sections",
+                                             "p50_acquire_ms", "p99_acquire_ms", "stale_writes_accepted",
+                                             "stale_writes_rejected", "lost_updates"))
+    summary |= {"valid": UNKNOWN, "unknown_reason": reason, "violations": None, "interrupted": True,
+               "backend": getattr(spec, "backend", None), "nemesis": list(getattr(spec, "nemesis", ()) or ["none"]),
+               "seed": getattr(spec, "seed", None), "fencing": getattr(spec, "fencing", None),
+               "run_dir": str(run_dir), "outcome": outcome}
+    doc = {"summary": summary, "checkers": {}}
+    store.write_json(run_dir / "results.json", doc)
+    return doc
+
+
 def analyse(spec: Any, run_dir: Path, *, timings: dict | None = None, errors: list[str] | None = None,
             interrupted: bool = False, fallback: str | None = None) -> dict:
     """Check the run dir's history and write results.json and ops.csv there."""

@@ -4,8 +4,9 @@ People press Ctrl-C two or three times. The first press ends a run (KeyboardInte
 every press after that, while the harness heals faults, stops workers and servers,
 removes namespaces and writes the results, would otherwise interrupt that cleanup half
 way and leave namespaces, rules and processes behind. Inside `shielded()` SIGINT and
-SIGTERM only say what is happening; there is no faster safe path, so they are ignored
-until the step ends.
+SIGTERM only say what is happening and are otherwise ignored until the step ends, unless
+the step has a safe faster path (`skip`): checking a long history can be skipped and done
+later with `chaos report`, so there a second press raises KeyboardInterrupt.
 
 The terminal sends Ctrl-C to the whole foreground process group, so the commands a
 teardown runs (`ip`, `iptables-restore`) must not be in it: start them with
@@ -24,9 +25,11 @@ _presses = 0  # Ctrl-C (or SIGTERM) received while shielded, in this process
 
 
 @contextmanager
-def shielded(doing: str) -> Iterator[None]:
-    """Run the block with SIGINT and SIGTERM deferred: each press prints one line saying
-    `doing` is under way. A no-op outside the main thread (only it can set handlers)."""
+def shielded(doing: str, skip: str | None = None) -> Iterator[None]:
+    """Run the block with SIGINT and SIGTERM deferred: the first press prints one line saying
+    `doing` is under way. With `skip` (a safe faster path, in words) that line offers it and
+    the next press raises KeyboardInterrupt; without, presses are ignored. A no-op outside
+    the main thread (only it can set handlers)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -36,10 +39,12 @@ def shielded(doing: str) -> Iterator[None]:
         global _presses
         nonlocal told
         _presses += 1
+        if told and skip:
+            raise KeyboardInterrupt
         if not told:
             told = True
-            print(f"\nchaos: {doing}; please wait, this takes a few seconds (Ctrl-C is ignored until it is done)",
-                  file=sys.stderr, flush=True)
+            then = f"press Ctrl-C again to {skip}" if skip else "Ctrl-C is ignored until it is done"
+            print(f"\nchaos: {doing}; please wait ({then})", file=sys.stderr, flush=True)
 
     before = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
     try:

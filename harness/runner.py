@@ -309,17 +309,22 @@ def run(spec: TestSpec, *, progress: bool = True) -> RunOutcome:
         interrupted = interrupted or interrupts.presses() > presses_before
     outcome = {"run_id": run_id, "interrupted": interrupted, "started": started,
                "aborted": None if aborted is None else _reason(aborted)}
-    with interrupts.shielded("checking the history and writing the results"):
-        from harness.analysis import OUTCOME, analyse
+    from harness.analysis import OUTCOME, analyse, unchecked
 
-        if spec.options.get("clock_target") == "clients" and "clock-skew" in spec.nemesis:
-            # What an in-process client clock skew can reach in this backend (often nothing).
-            client = plugins.backend_class(spec.backend)(spec.options, None)
-            timings["client_clock_reads"] = list(getattr(client, "clock_reads", ())) or \
-                ["none: this backend times its leases with the monotonic clock"]
-        store.write_json(run_dir / OUTCOME, outcome)
-        results = analyse(spec, run_dir, timings=timings, errors=errors, interrupted=interrupted,
-                          fallback=cluster.fallback_reason)
+    store.write_json(run_dir / OUTCOME, outcome)
+    if spec.options.get("clock_target") == "clients" and "clock-skew" in spec.nemesis:
+        # What an in-process client clock skew can reach in this backend (often nothing).
+        client = plugins.backend_class(spec.backend)(spec.options, None)
+        timings["client_clock_reads"] = list(getattr(client, "clock_reads", ())) or \
+            ["none: this backend times its leases with the monotonic clock"]
+    try:
+        with interrupts.shielded("checking the history and writing the results",
+                                 skip=f"skip the checks (run `chaos report {run_dir}` later)"):
+            results = analyse(spec, run_dir, timings=timings, errors=errors, interrupted=interrupted,
+                              fallback=cluster.fallback_reason)
+    except KeyboardInterrupt:
+        interrupted = True
+        results = unchecked(spec, run_dir, outcome, f"the checks were skipped (Ctrl-C); run `chaos report {run_dir}`")
     if aborted is not None:
         raise aborted
     return RunOutcome(run_dir=run_dir, summary=results["summary"], results=results, interrupted=interrupted)

@@ -1,0 +1,47 @@
+"""harness/interrupts.py with real signals: Ctrl-C never cuts a shielded step short, unless
+the step offers a safe faster path, which the second press takes."""
+
+import os
+import signal
+
+import pytest
+
+from harness import interrupts
+
+
+def press() -> None:
+    os.kill(os.getpid(), signal.SIGINT)  # delivered before os.kill returns, to this thread
+
+
+def test_presses_inside_a_shield_are_counted_and_ignored(capsys):
+    before = interrupts.presses()
+    done = False
+    with interrupts.shielded("cleaning up"):
+        press()
+        press()
+        os.kill(os.getpid(), signal.SIGTERM)
+        done = True
+    assert done and interrupts.presses() == before + 3
+    err = capsys.readouterr().err
+    assert err.count("cleaning up") == 1 and "ignored until it is done" in err
+
+
+def test_the_second_press_takes_the_offered_faster_path(capsys):
+    reached = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts.shielded("checking", skip="skip the checks"):
+            press()
+            reached.append("after the first")
+            press()
+            reached.append("after the second")
+    assert reached == ["after the first"]
+    assert "press Ctrl-C again to skip the checks" in capsys.readouterr().err
+
+
+def test_the_handlers_are_restored():
+    h_int, h_term = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    with interrupts.shielded("x"):
+        assert signal.getsignal(signal.SIGINT) is not h_int
+    assert signal.getsignal(signal.SIGINT) is h_int and signal.getsignal(signal.SIGTERM) is h_term
+    with pytest.raises(KeyboardInterrupt):
+        press()  # outside a shield Ctrl-C interrupts as usual
