@@ -54,6 +54,32 @@ def shielded(doing: str, skip: str | None = None) -> Iterator[None]:
             signal.signal(s, h)
 
 
+@contextmanager
+def first_press_ends() -> Iterator[None]:
+    """Around a whole run: the first Ctrl-C (or SIGTERM) raises KeyboardInterrupt, every
+    later one is counted and ignored, so no press between two shielded steps (there is
+    always a moment) can cut the teardown short. Shields inside it still apply."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    ended = False
+
+    def first(signum, frame) -> None:
+        global _presses
+        nonlocal ended
+        _presses += 1
+        if not ended:
+            ended = True
+            raise KeyboardInterrupt
+
+    before = {s: signal.signal(s, first) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h)
+
+
 def presses() -> int:
     """How many Ctrl-Cs arrived while shielded (a run counts them as an interruption)."""
     return _presses

@@ -213,7 +213,14 @@ class LiveState:
 
 
 def run(spec: TestSpec, *, progress: bool = True) -> RunOutcome:
+    """Run one test; see the module docstring. Ctrl-C: the first press ends the run, later
+    ones cannot cut its teardown short (harness/interrupts.py)."""
     spec = spec.validate()
+    with interrupts.first_press_ends():
+        return _run(spec, progress)
+
+
+def _run(spec: TestSpec, progress: bool) -> RunOutcome:
     nemeses = [plugins.nemesis_class(n)() for n in spec.nemesis]
     run_id = store.new_run_id()
     run_dir = store.new_run_dir(spec.store, spec.name)

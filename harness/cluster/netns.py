@@ -458,15 +458,16 @@ def cleanup_all(*, include_live: bool = False) -> list[str]:
 
     A run whose owning process is alive (it holds its run lock) is skipped and reported,
     unless include_live=True. Processes still inside a removed namespace (orphaned servers)
-    are SIGKILLed: they would keep the namespace alive and hold memory. Objects with a
-    chaoslock prefix but no recognisable run id are treated as dead.
+    are SIGKILLed: they would keep the namespace alive and hold memory. Only objects whose
+    name or comment carries a run id are touched: a namespace `cl-foo` or a bridge `clbr0`
+    that merely shares a prefix is someone else's.
     """
     found = {_owner(n) for n in _namespaces() if n.startswith(NS_PREFIX)}
     found |= {_owner(l) for l in _links() if l.startswith((BRIDGE_PREFIX, _VETH_PREFIX))}
     found |= {_owner(line) for _, line in _root_rules(lambda rid: True)}
     live = set() if include_live else {r for r in found if r and _run_is_live(r)}
     report = [f"skipped run {r}: its process is still running" for r in sorted(live)]
-    report += _remove(lambda rid: rid not in live, kill_processes=True)
+    report += _remove(lambda rid: rid is not None and rid not in live, kill_processes=True)
     for name in os.listdir(_LOCK_DIR):
         rid = name.removeprefix("chaoslock-").removesuffix(".lock")
         if RUN_ID.fullmatch(rid) and rid not in live and not _run_is_live(rid):

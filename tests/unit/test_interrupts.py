@@ -45,3 +45,17 @@ def test_the_handlers_are_restored():
     assert signal.getsignal(signal.SIGINT) is h_int and signal.getsignal(signal.SIGTERM) is h_term
     with pytest.raises(KeyboardInterrupt):
         press()  # outside a shield Ctrl-C interrupts as usual
+
+
+def test_around_a_run_only_the_first_press_interrupts():
+    steps = []
+    with interrupts.first_press_ends():
+        try:
+            press()
+            steps.append("not reached")
+        except KeyboardInterrupt:
+            steps.append("ended")
+        press()  # between two shielded steps: ignored, not raised
+        press()
+        steps.append("tore down")
+    assert steps == ["ended", "tore down"]
