@@ -7,6 +7,10 @@ happened, at any time after its invocation). Nemesis operations use process "nem
 Timestamps come from the host's CLOCK_MONOTONIC, which is system wide and never faked by a
 nemesis, so the real-time order of the history is true even while clocks are skewed.
 Each line is flushed as written, so a run that crashes leaves a checkable prefix.
+
+read_history refuses, naming the line, a history that is typed wrongly or cannot have
+happened (a completion without its invoke, two ops in flight for one process, one process
+going back in time), so a malformed file never reaches a checker and flips its verdict.
 """
 
 from __future__ import annotations
@@ -62,6 +66,10 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")  # json.loads accepts NaN and Infinity by default
 
 
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+_TYPE_SET = frozenset(TYPES)
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)  # True is an int to Python, not to us
 
@@ -106,8 +114,8 @@ def _short(v: Any) -> str:
 def op_from_dict(d: dict, where: str = "") -> Op:
     """Build an Op from one decoded line; raise BadHistory naming what is wrong.
 
-    The runner builds the ops of its own workers with this too; read_history checks every
-    field's type first (check_fields)."""
+    The runner builds its workers' ops with this; read_history checks every field's type
+    (check_fields) and builds its ops itself, on its fast path."""
     if not isinstance(d, dict):
         raise BadHistory(f"{where}: expected a JSON object, got {type(d).__name__}")
     missing = [k for k in ("time_ns", "process", "type", "f") if k not in d]
@@ -142,6 +150,8 @@ def _history_file(path: str | os.PathLike) -> Path:
         raise BadHistory(f"{p}: no such history file; give a run directory or a history.jsonl")
     if p.is_dir():
         raise BadHistory(f"{p} is a directory, not a history file; give a run directory or a history.jsonl")
+    if not p.is_file():  # a FIFO or /dev/zero would block or never end
+        raise BadHistory(f"{p} is not a regular file; give a run directory or a history.jsonl")
     return p
 
 
@@ -165,76 +175,97 @@ def read_history(path: str | os.PathLike) -> list[Op]:
         raw = p.read_bytes()
     except OSError as e:
         raise BadHistory(f"cannot read {p} ({e.strerror}); check its permissions") from None
-    lines = raw.split(b"\n")
     torn_ok = not raw.endswith(b"\n")  # only a last line without its newline can be torn
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        last_nl = raw.rfind(b"\n")
+        if not (torn_ok and e.start > last_nl):
+            n, col = raw.count(b"\n", 0, e.start) + 1, e.start - raw.rfind(b"\n", 0, e.start)
+            raise BadHistory(f"{p} line {n}: not UTF-8 (byte 0x{raw[e.start]:02x} at column {col}); "
+                             f"a history is UTF-8 text, one JSON op per line") from None
+        text = raw[:last_nl + 1].decode("utf-8")  # the torn last line goes; all before it decoded
+    lines = text.removeprefix("\ufeff").split("\n")
+    decode = _DECODER.decode
     ops: list[Op] = []
-    seen: dict[int, int] = {}  # index -> line, to name a duplicate's first line
+    line_of: list[int] = []  # the line of each op, to name an earlier one in a message
     open_: dict[Any, tuple[int, Op]] = {}  # process -> (line, invoke) of its op in flight
     last_t: dict[Any, tuple[int, int]] = {}  # process -> (line, time_ns) of its latest op
-    for n, b in enumerate(lines, 1):
-        if not b.strip():
+    for n, line in enumerate(lines, 1):
+        if not line or line.isspace():
             continue
-        last = n == len(lines)
-        where = f"{p} line {n}"
         try:
-            line = b.decode("utf-8-sig" if n == 1 else "utf-8")
-        except UnicodeDecodeError as e:
-            if last and torn_ok:
-                break
-            raise BadHistory(f"{where}: not UTF-8 (byte 0x{b[e.start]:02x} at column {e.start + 1}); "
-                             f"a history is UTF-8 text, one JSON op per line") from None
-        try:
-            d = json.loads(line, parse_constant=_refuse_constant)
+            d = decode(line)
         except json.JSONDecodeError as e:
-            if last and torn_ok:  # a crash can tear the last line; the prefix is still good
+            if n == len(lines) and torn_ok:  # a crash can tear the last line; the prefix is still good
                 break
-            raise BadHistory(f"{where}: not JSON ({e.msg}); a history has one JSON op per line") from None
+            raise BadHistory(f"{p} line {n}: not JSON ({e.msg}); a history has one JSON op per line") from None
         except (ValueError, RecursionError) as e:  # NaN, an integer of 5000 digits, [[[[...]]]]
-            reason = str(e) if isinstance(e, ValueError) else "nested too deeply"
-            raise BadHistory(f"{where}: not JSON ({reason[:80]}); a history has one JSON op per line") from None
-        check_fields(d, where)
-        op = op_from_dict(d, where)
-        if op.index < 0:
-            op = op.with_index(ops[-1].index + 1 if ops else 0)
-        _check_order(op, n, where, ops, seen, open_, last_t)
+            reason = ("nested too deeply" if isinstance(e, RecursionError) else
+                      str(e) if "is not JSON" in str(e) else "a number too long to read")
+            raise BadHistory(f"{p} line {n}: not JSON ({reason}); a history has one JSON op per line") from None
+        if not _fields_ok(d):
+            check_fields(d, f"{p} line {n}")
+        index = d.get("index")
+        if index is None:
+            index = ops[-1].index + 1 if ops else 0
+        op = Op(index=index, time_ns=d["time_ns"], process=d["process"], type=d["type"], f=d["f"],
+                key=d.get("key"), value=d.get("value"), token=d.get("token"), node=d.get("node"), error=d.get("error"))
+        if ops and index <= ops[-1].index:
+            _index_error(op, f"{p} line {n}", ops, line_of)
+        proc = op.process
+        # time_ns only per process: the runner writes a worker's ops when it drains their
+        # queue, so a nemesis op stamped later can be written before them, and the ops of
+        # different workers interleave as their queue feeders deliver them. One process's
+        # ops are stamped in order by one thread from the one monotonic clock, and are
+        # written in that order.
+        before = last_t.get(proc)
+        if before is not None and op.time_ns < before[1]:
+            raise BadHistory(f"{p} line {n}: time_ns {op.time_ns} of process {proc!r} is before its op on "
+                             f"line {before[0]} ({before[1]}); one process's ops cannot go back in time")
+        last_t[proc] = (n, op.time_ns)
+        pending = open_.get(proc)
+        if op.type == "invoke":
+            if pending is not None:
+                raise BadHistory(f"{p} line {n}: process {proc!r} invokes {op.f} while its {pending[1].f} from "
+                                 f"line {pending[0]} is still open; a process has one op in flight (a new "
+                                 f"process id follows an info)")
+            open_[proc] = (n, op)
+        elif pending is None:
+            raise BadHistory(f"{p} line {n}: {op.type} {op.f} of process {proc!r} has no open invoke before it; "
+                             f"every completion follows its own invoke")
+        elif pending[1].f != op.f:
+            raise BadHistory(f"{p} line {n}: {op.type} {op.f} of process {proc!r} completes its {pending[1].f} "
+                             f"from line {pending[0]}; a completion has its invoke's f")
+        else:
+            del open_[proc]
         ops.append(op)
+        line_of.append(n)
     return ops
 
 
-def _check_order(op: Op, n: int, where: str, ops: list[Op], seen: dict[int, int],
-                 open_: dict[Any, tuple[int, Op]], last_t: dict[Any, tuple[int, int]]) -> None:
-    """Refuse an op that cannot follow the ones before it (see read_history)."""
-    if op.index in seen:
-        raise BadHistory(f"{where}: index {op.index} was already used on line {seen[op.index]}; "
-                         f"every op needs its own index")
-    if ops and op.index < ops[-1].index:
-        raise BadHistory(f"{where}: index {op.index} comes after index {ops[-1].index}; "
-                         f"ops are listed in the order they were recorded, with increasing indexes")
-    seen[op.index] = n
-    # Only per process: the runner writes a worker's ops when it drains their queue, so a
-    # nemesis op stamped later can be written before them, and ops of different workers
-    # interleave as their queue feeders deliver them. One process's ops are stamped in
-    # order by one thread from the one monotonic clock, and written in that order.
-    before = last_t.get(op.process)
-    if before is not None and op.time_ns < before[1]:
-        raise BadHistory(f"{where}: time_ns {op.time_ns} of process {op.process!r} is before its op on "
-                         f"line {before[0]} ({before[1]}); one process's ops cannot go back in time")
-    last_t[op.process] = (n, op.time_ns)
-    pending = open_.get(op.process)
-    if op.type == "invoke":
-        if pending is not None:
-            raise BadHistory(f"{where}: process {op.process!r} invokes {op.f} while its {pending[1].f} from line "
-                             f"{pending[0]} is still open; a process has one op in flight (a new process id "
-                             f"follows an info)")
-        open_[op.process] = (n, op)
-        return
-    if pending is None:
-        raise BadHistory(f"{where}: {op.type} {op.f} of process {op.process!r} has no open invoke before it; "
-                         f"every completion follows its own invoke")
-    if pending[1].f != op.f:
-        raise BadHistory(f"{where}: {op.type} {op.f} of process {op.process!r} completes its {pending[1].f} "
-                         f"from line {pending[0]}; a completion has its invoke's f")
-    del open_[op.process]
+def _fields_ok(d: Any) -> bool:
+    """check_fields' fast path: True when every field it checks has its type (JSON never
+    yields subclasses, so `type(x) is int` also rules out bools)."""
+    if type(d) is not dict:
+        return False
+    t, proc, ty = d.get("time_ns"), d.get("process"), d.get("type")
+    if type(t) is not int or not 0 <= t <= MAX_TIME_NS or (type(proc) is not int and type(proc) is not str):
+        return False
+    if type(ty) is not str or ty not in _TYPE_SET or type(d.get("f")) is not str:
+        return False
+    i, tok = d.get("index"), d.get("token")
+    if (i is not None and (type(i) is not int or i < 0)) or (tok is not None and type(tok) is not int):
+        return False
+    return all(d.get(k) is None or type(d[k]) is str for k in ("key", "node", "error"))
+
+
+def _index_error(op: Op, where: str, ops: list[Op], line_of: list[int]) -> None:
+    for earlier, n in zip(ops, line_of):
+        if earlier.index == op.index:
+            raise BadHistory(f"{where}: index {op.index} was already used on line {n}; every op needs its own index")
+    raise BadHistory(f"{where}: index {op.index} comes after index {ops[-1].index}; "
+                     f"ops are listed in the order they were recorded, with increasing indexes")
 
 
 class HistoryWriter:

@@ -107,6 +107,8 @@ def read_spec(f: Path) -> Any:
         return TestSpec()
     if f.is_dir():
         raise BadArgument(f"{f} is a directory, not a spec file; remove it to check with default settings")
+    if not f.is_file():  # a FIFO would block the read
+        raise BadArgument(f"{f} is not a regular file; {_SPEC_FIX}")
     try:
         text = f.read_bytes().decode("utf-8")
     except OSError as e:
