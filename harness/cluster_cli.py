@@ -63,7 +63,7 @@ def down(run_id, all_):
 
     if all_:
         removed = down_all()
-    elif run_id:
+    elif run_id is not None:  # "" is a bad id, not "no id": it must never pick a cluster for you
         removed = kill_run(run_id)
     else:
         ids = [r["run_id"] for r in runs()]

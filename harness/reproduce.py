@@ -283,7 +283,14 @@ def read_rows(paths: Sequence[str]) -> list[dict]:
             p = p / "rows.jsonl"
         if not p.is_file():
             raise BadArgument(f"{path}: no such file; give a campaign's rows.jsonl or its directory")
-        for n, line in enumerate(p.read_text().splitlines(), 1):
+        try:
+            text = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            line_no = p.read_bytes()[:e.start].count(b"\n") + 1
+            raise BadArgument(f"{p}:{line_no}: not UTF-8 text; give a campaign's rows.jsonl") from None
+        except OSError as e:
+            raise BadArgument(f"{p}: cannot be read ({e.strerror}); give a campaign's rows.jsonl") from None
+        for n, line in enumerate(text.splitlines(), 1):
             if not line.startswith("{"):
                 continue  # the `--json` output mixes the per-seed text lines with the rows
             try:

@@ -21,7 +21,7 @@ from harness import interrupts, plugins
 from harness.cluster.local import Group, LocalCluster
 from harness.cluster.valkey import ValkeyKind
 from harness.generator import Context, FaultSchedule, Pending, Planned
-from harness.history import NEMESIS, HistoryWriter, Op, now_ns, op_from_dict
+from harness.history import NEMESIS, HistoryWriter, Op, check_fields, now_ns, op_from_dict
 from harness.options import CLUSTER_OPTIONS, read
 from harness.progress import Progress
 from harness.spec import TestSpec
@@ -220,7 +220,16 @@ def run(spec: TestSpec, *, progress: bool = True) -> RunOutcome:
         return _run(spec, progress)
 
 
+def preflight(spec: TestSpec) -> None:
+    """What the run's servers need installed, checked before its run dir exists: a missing
+    binary is one sentence, and leaves no empty run dir behind."""
+    if spec.cluster == "local":
+        server_kind(plugins.backend_class(spec.backend).servers[0], spec).check_installed()
+        ValkeyKind().check_installed()  # the store
+
+
 def _run(spec: TestSpec, progress: bool) -> RunOutcome:
+    preflight(spec)
     nemeses = [plugins.nemesis_class(n)() for n in spec.nemesis]
     run_id = store.new_run_id()
     run_dir = store.new_run_dir(spec.store, spec.name)
@@ -251,6 +260,7 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
             if FAILED in d:  # a worker that stopped on an error (its log has the traceback)
                 errors.append(f"worker c{d[FAILED] + 1} stopped: {d.get('error')}")
                 continue
+            check_fields(d, "an op from a worker")  # a plugin's bad token fails here, not at the end
             op = history.append(op_from_dict(d, "worker"))
             live.see(op)
             if schedule is not None:
