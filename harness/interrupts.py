@@ -25,28 +25,23 @@ _presses = 0  # Ctrl-C (or SIGTERM) received while shielded, in this process
 
 
 @contextmanager
-def shielded(doing: str, skip: str | None = None) -> Iterator[None]:
-    """Run the block with SIGINT and SIGTERM deferred: the first press prints one line saying
-    `doing` is under way. With `skip` (a safe faster path, in words) that line offers it and
-    the next press raises KeyboardInterrupt; without, presses are ignored. A no-op outside
-    the main thread (only it can set handlers)."""
+def _on_press(react) -> Iterator[None]:
+    """Within the block, every SIGINT and SIGTERM is counted and handed to react(n), n the
+    number of presses so far in this block; react may raise KeyboardInterrupt. A no-op
+    outside the main thread (only it can set handlers)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    told = False
+    seen = 0
 
-    def hold(signum, frame) -> None:
+    def handler(signum, frame) -> None:
         global _presses
-        nonlocal told
+        nonlocal seen
         _presses += 1
-        if told and skip:
-            raise KeyboardInterrupt
-        if not told:
-            told = True
-            then = f"press Ctrl-C again to {skip}" if skip else "Ctrl-C is ignored until it is done"
-            print(f"\nchaos: {doing}; please wait ({then})", file=sys.stderr, flush=True)
+        seen += 1
+        react(seen)
 
-    before = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
+    before = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
@@ -54,30 +49,31 @@ def shielded(doing: str, skip: str | None = None) -> Iterator[None]:
             signal.signal(s, h)
 
 
-@contextmanager
-def first_press_ends() -> Iterator[None]:
+def shielded(doing: str, skip: str | None = None):
+    """Run the block with SIGINT and SIGTERM deferred: the first press prints one line saying
+    `doing` is under way. With `skip` (a safe faster path, in words) that line offers it and
+    the next press raises KeyboardInterrupt; without, presses are ignored."""
+
+    def react(n: int) -> None:
+        if n == 1:
+            then = f"press Ctrl-C again to {skip}" if skip else "Ctrl-C is ignored until it is done"
+            print(f"\nchaos: {doing}; please wait ({then})", file=sys.stderr, flush=True)
+        elif skip:
+            raise KeyboardInterrupt
+
+    return _on_press(react)
+
+
+def first_press_ends():
     """Around a whole run: the first Ctrl-C (or SIGTERM) raises KeyboardInterrupt, every
     later one is counted and ignored, so no press between two shielded steps (there is
     always a moment) can cut the teardown short. Shields inside it still apply."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    ended = False
 
-    def first(signum, frame) -> None:
-        global _presses
-        nonlocal ended
-        _presses += 1
-        if not ended:
-            ended = True
+    def react(n: int) -> None:
+        if n == 1:
             raise KeyboardInterrupt
 
-    before = {s: signal.signal(s, first) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in before.items():
-            signal.signal(s, h)
+    return _on_press(react)
 
 
 def presses() -> int:
