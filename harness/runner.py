@@ -19,10 +19,10 @@ from typing import Any
 
 from harness import interrupts, plugins
 from harness.cluster.local import Group, LocalCluster
+from harness.cluster.kinds import node_names, server_kind
 from harness.cluster.valkey import ValkeyKind
 from harness.generator import Context, FaultSchedule, Pending, Planned
 from harness.history import NEMESIS, HistoryWriter, Op, check_fields, now_ns, op_from_dict
-from harness.options import CLUSTER_OPTIONS, read
 from harness.progress import Progress
 from harness.spec import TestSpec
 from harness.errors import ClusterError
@@ -31,21 +31,7 @@ from nemesis.base import Compose, NemesisContext
 from results import store
 
 
-def server_kind(name: str, spec: TestSpec):
-    if name == "valkey":
-        return ValkeyKind(appendonly=read(spec.options, CLUSTER_OPTIONS[0]))
-    if name == "etcd":
-        from harness.cluster.etcd import EtcdKind
 
-        return EtcdKind()
-    if name == "zookeeper":
-        from harness.cluster.zookeeper import ZooKeeperKind
-
-        return ZooKeeperKind()
-    raise ValueError(f"unknown server kind {name!r}")
-
-
-PREFIX = {"valkey": "n", "etcd": "e", "zookeeper": "z"}
 
 
 def make_cluster(spec: TestSpec, run_id: str, log_dir: Path, nemeses: list) -> LocalCluster:
@@ -61,7 +47,7 @@ def make_cluster(spec: TestSpec, run_id: str, log_dir: Path, nemeses: list) -> L
         fake = fake and spec.options.get("zk_clock") == "faketime"
     elif kind_name != "valkey":
         fake = False
-    lock = Group(kind=server_kind(kind_name, spec), names=tuple(f"{PREFIX[kind_name]}{i}" for i in range(1, count + 1)),
+    lock = Group(kind=server_kind(kind_name, spec.options), names=node_names(kind_name, count),
                  role="lock", fake_clock=fake)
     res = Group(kind=ValkeyKind(), names=("store",), role="store")
     return LocalCluster(run_id, [lock, res], clients=spec.concurrency, netns=spec.netns, log_dir=log_dir,
@@ -224,7 +210,7 @@ def preflight(spec: TestSpec) -> None:
     """What the run's servers need installed, checked before its run dir exists: a missing
     binary is one sentence, and leaves no empty run dir behind."""
     if spec.cluster == "local":
-        server_kind(plugins.backend_class(spec.backend).servers[0], spec).check_installed()
+        server_kind(plugins.backend_class(spec.backend).servers[0], spec.options).check_installed()
         ValkeyKind().check_installed()  # the store
 
 

@@ -449,9 +449,9 @@ class ComposeCluster:
 
     def _kind(self, kind: str):
         if kind not in self._kinds:
-            from harness.runner import server_kind
+            from harness.cluster.kinds import server_kind
 
-            self._kinds[kind] = server_kind(kind, type("Spec", (), {"options": {}})())
+            self._kinds[kind] = server_kind(kind)
         return self._kinds[kind]
 
     def plan(self, op: Any) -> list[str]:

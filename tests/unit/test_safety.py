@@ -87,12 +87,12 @@ def _drop_if_empty(d: Path) -> None:
                                        (False, False)])
 def test_flags_parse_their_usual_spellings(raw, want):
     from harness.options import CLUSTER_OPTIONS
-    from harness.runner import server_kind
+    from harness.cluster.kinds import server_kind
     from harness.spec import TestSpec
 
     spec = TestSpec(backend="redis", options={"appendonly": raw}).validate()
     assert spec.options["appendonly"] is want
-    assert server_kind("valkey", spec).appendonly is want
+    assert server_kind("valkey", spec.options).appendonly is want
     assert CLUSTER_OPTIONS[0].parse(raw) is want
 
 

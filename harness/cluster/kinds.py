@@ -1,0 +1,39 @@
+"""The server-kind registry: which ServerKind runs "valkey", "etcd" or "zookeeper".
+
+A backend names the kind it needs in `servers = (kind, count)`; every provider asks here
+for the object that knows that kind's argv, configs, readiness and clock read-back, so no
+provider imports another's assembly code. Node names are the kind's prefix and an ordinal
+(n1..n5, e1..e3, z1..z3).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from harness.cluster.base import ServerKind
+from harness.errors import BadArgument
+from harness.options import CLUSTER_OPTIONS, read
+
+KINDS = ("valkey", "etcd", "zookeeper")
+PREFIX = {"valkey": "n", "etcd": "e", "zookeeper": "z"}
+
+
+def server_kind(name: str, options: Mapping[str, Any] | None = None) -> ServerKind:
+    """The ServerKind called `name`, configured by the run's cluster options (appendonly)."""
+    if name == "valkey":
+        from harness.cluster.valkey import ValkeyKind
+
+        return ValkeyKind(appendonly=read(options or {}, CLUSTER_OPTIONS[0]))
+    if name == "etcd":
+        from harness.cluster.etcd import EtcdKind
+
+        return EtcdKind()
+    if name == "zookeeper":
+        from harness.cluster.zookeeper import ZooKeeperKind
+
+        return ZooKeeperKind()
+    raise BadArgument(f"unknown server kind {name!r}; a backend's `servers` must name one of: {', '.join(KINDS)}")
+
+
+def node_names(kind: str, count: int) -> tuple[str, ...]:
+    return tuple(f"{PREFIX[kind]}{i}" for i in range(1, count + 1))
