@@ -17,15 +17,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from nemesis.base import Fault, Nemesis
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Planned:
-    at: float  # seconds after the start of the workload
-    f: str
-    value: Any
-    phase: str  # "fault" | "heal" | "final"
+from nemesis.base import Fault, Nemesis, Planned, Reactive
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,9 +75,8 @@ class FaultSchedule:
 
     def update(self, ctx: Context, event: Any) -> None:
         """Let a reactive nemesis answer an event (e.g. an ok acquire) with ops of its own."""
-        hook = getattr(self.nemesis, "on_event", None)
-        if hook is not None:
-            self.reactive.extend(hook(ctx, event) or [])
+        if isinstance(self.nemesis, Reactive):
+            self.reactive.extend(self.nemesis.on_event(ctx, event) or [])
             self.reactive.sort(key=lambda p: p.at)
 
     def __iter__(self) -> Iterator[Planned]:

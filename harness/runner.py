@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from harness import interrupts, plugins
+from harness.cluster.base import Cluster
 from harness.cluster.local import Group, LocalCluster
-from harness.cluster.kinds import node_names, server_kind
+from harness.cluster.kinds import faketime_moves, node_names, server_kind
 from harness.cluster.valkey import ValkeyKind
-from harness.generator import Context, FaultSchedule, Pending, Planned
+from harness.generator import Context, FaultSchedule, Pending
+from nemesis.base import Planned
 from harness.history import NEMESIS, HistoryWriter, Op, check_fields, now_ns, op_from_dict
 from harness.progress import Progress
 from harness.spec import TestSpec
@@ -34,19 +36,14 @@ from results import store
 
 
 
-def make_cluster(spec: TestSpec, run_id: str, log_dir: Path, nemeses: list) -> LocalCluster:
+def make_cluster(spec: TestSpec, run_id: str, log_dir: Path, nemeses: list) -> Cluster:
     """The lock service the backend declares, plus one never-faulted store server."""
     if spec.cluster == "compose":
         from harness.cluster.compose import make_compose_cluster
 
         return make_compose_cluster(spec, run_id, log_dir, nemeses)
     kind_name, count = plugins.backend_class(spec.backend).servers
-    fake = any(getattr(n, "needs_fake_clock", False) for n in nemeses) and \
-        spec.options.get("clock_target", "servers") == "servers"
-    if kind_name == "zookeeper":  # the JVM's wall clock moves through timewarp unless asked otherwise
-        fake = fake and spec.options.get("zk_clock") == "faketime"
-    elif kind_name != "valkey":
-        fake = False
+    fake = Compose(nemeses).moves_server_clocks(spec) and faketime_moves(kind_name, spec.options)
     lock = Group(kind=server_kind(kind_name, spec.options), names=node_names(kind_name, count),
                  role="lock", fake_clock=fake)
     res = Group(kind=ValkeyKind(), names=("store",), role="store")
@@ -57,7 +54,7 @@ def make_cluster(spec: TestSpec, run_id: str, log_dir: Path, nemeses: list) -> L
 class Workers:
     """The client processes: start, pids, stop (resuming paused ones first)."""
 
-    def __init__(self, spec: TestSpec, cluster: LocalCluster, log_dir: Path | None = None):
+    def __init__(self, spec: TestSpec, cluster: Cluster, log_dir: Path | None = None):
         self.ctx = mp.get_context("spawn")
         self.queue = self.ctx.Queue()
         self.stop_event = self.ctx.Event()
@@ -68,12 +65,10 @@ class Workers:
         self.paused: set[int] = set()
         self.log_dir = log_dir
         self.options = dict(spec.options)
-        lock_nodes = tuple(n for n in cluster.nodes if n.role == "lock")
         store_node = next(n for n in cluster.nodes if n.role == "store")
         for i in range(spec.concurrency):
-            # Compose workers reach the servers through their own toxiproxy proxies.
-            nodes = tuple(cluster.client_nodes(i)) if hasattr(cluster, "client_nodes") else lock_nodes
-            args = WorkerArgs(index=i, spec=spec, nodes=nodes, store=store_node, netns=cluster.client_netns[i],
+            place = cluster.client(i)  # compose workers reach the servers through their own proxies
+            args = WorkerArgs(index=i, spec=spec, nodes=place.nodes, store=store_node, netns=place.netns,
                               clocks=self.clocks, holding=self.holding,
                               log_path=str(log_dir / f"worker-c{i + 1}.log") if log_dir else None)
             self.procs.append(self.ctx.Process(target=worker_main, args=(args, self.queue, self.stop_event, self.go),
@@ -317,8 +312,10 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
     store.write_json(run_dir / OUTCOME, outcome)
     if spec.options.get("clock_target") == "clients" and "clock-skew" in spec.nemesis:
         # What an in-process client clock skew can reach in this backend (often nothing).
+        from workloads.base import ReadsWallClock
+
         client = plugins.backend_class(spec.backend)(spec.options, None)
-        timings["client_clock_reads"] = list(getattr(client, "clock_reads", ())) or \
+        timings["client_clock_reads"] = list(client.clock_reads if isinstance(client, ReadsWallClock) else ()) or \
             ["none: this backend times its leases with the monotonic clock"]
     try:
         with interrupts.shielded("checking the history and writing the results",
@@ -361,7 +358,7 @@ def _teardown(spec, nemesis, workers, drain, cluster, history, started, errors, 
         timings["cluster_down_s"] = round(time.monotonic() - t, 3)
 
 
-def _final_read(spec: TestSpec, cluster: LocalCluster, history: HistoryWriter) -> None:
+def _final_read(spec: TestSpec, cluster: Cluster, history: HistoryWriter) -> None:
     """Read the counter once all workers are gone: the ground truth for lost updates."""
     from workloads.resource import FencedCounter
 

@@ -188,8 +188,9 @@ def _backoff(started: float, rng: random.Random) -> None:
 
 def still_held(client, lease) -> bool:
     """The client's own belief (watchdog, session state); True when it has no opinion."""
-    check = getattr(client, "still_held", None)
-    return True if check is None else bool(check(lease))
+    from workloads.base import StillHeld
+
+    return bool(client.still_held(lease)) if isinstance(client, StillHeld) else True
 
 
 def release(client, lease, rec: Recorder) -> bool:

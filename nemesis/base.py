@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 from harness.errors import BadArgument
 from harness.history import Op, now_ns
@@ -68,6 +68,16 @@ class Fault:
     stop: tuple[str, Any] | None  # (f, value) of the op that heals it
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Planned:
+    """An op the schedule will run: at `at` seconds after the workload started."""
+
+    at: float
+    f: str
+    value: Any
+    phase: str  # "fault" | "heal" | "final"
+
+
 @dataclass(slots=True, kw_only=True)
 class NemesisContext:
     """What a nemesis may touch: the spec, the cluster, and the client workers."""
@@ -81,9 +91,15 @@ class NemesisContext:
         return [n.name for n in self.cluster.nodes if n.role == "lock"]
 
 
+@runtime_checkable
 class Nemesis(Protocol):
+    """A fault injector. Constructed with no arguments; `setup` receives everything it may
+    touch and must refuse (BadArgument) a cluster that lacks a capability it needs, asked
+    with isinstance on the capability Protocols of harness/cluster/base.py, never by
+    provider name. It declares the options it reads in `OPTIONS`."""
+
     name: str
-    fs: frozenset[str]
+    fs: frozenset[str]  # the op fs it handles (Compose routes by them)
 
     def setup(self, ctx: NemesisContext) -> None: ...
 
@@ -94,6 +110,22 @@ class Nemesis(Protocol):
     def invoke(self, op: Op) -> Op: ...
 
     def teardown(self) -> None: ...
+
+
+@runtime_checkable
+class Reactive(Protocol):
+    """Optional: a nemesis that answers history events (an ok acquire, its own op's
+    completion) with ops of its own. Must be pure and quick: it plans, it does not act."""
+
+    def on_event(self, ctx: Any, event: Op) -> list[Planned]: ...
+
+
+@runtime_checkable
+class MovesServerClocks(Protocol):
+    """Optional: a nemesis whose faults move the servers' clocks in a way that needs the
+    servers started for it (under libfaketime, for kinds it reaches)."""
+
+    def moves_server_clocks(self, spec: Any) -> bool: ...
 
 
 def complete(op: Op, type_: str = "ok", value: Any = None, error: str | None = None) -> Op:
@@ -150,13 +182,15 @@ class Compose:
     def heal_ops(self) -> list[tuple[str, Any]]:
         return [op for m in self.members for op in m.heal_ops()]
 
-    def on_event(self, ctx: Any, event: Op) -> list:
-        out: list = []
+    def on_event(self, ctx: Any, event: Op) -> list[Planned]:
+        out: list[Planned] = []
         for m in self.members:
-            hook = getattr(m, "on_event", None)
-            if hook is not None:
-                out += hook(ctx, event) or []
+            if isinstance(m, Reactive):
+                out += m.on_event(ctx, event) or []
         return out
+
+    def moves_server_clocks(self, spec: Any) -> bool:
+        return any(isinstance(m, MovesServerClocks) and m.moves_server_clocks(spec) for m in self.members)
 
     def invoke(self, op: Op) -> Op:
         m = self.routes.get(op.f)

@@ -35,7 +35,7 @@ from typing import Any
 
 from harness.cluster.base import ClockControl
 from harness.errors import BadArgument
-from harness.options import Option
+from harness.options import Option, read
 from harness.history import Op
 from nemesis.base import Fault, NemesisContext, complete
 
@@ -57,13 +57,13 @@ class ClockSkew:
         Option(name="strobe_ms", type=float, default=200.0, min=10, max=60_000, help="strobe period, ms"),
         Option(name="drift_rate", type=float, default=1.5, above=0, max=100, help="clock rate while drifting"),
     )
-    needs_fake_clock = True
+
+    def moves_server_clocks(self, spec: Any) -> bool:
+        return read(spec.options, self.OPTIONS[0]) == "servers"
 
     def setup(self, ctx: NemesisContext) -> None:
         self.ctx = ctx
-        self.clients = ctx.spec.options.get("clock_target", "servers") == "clients"
-        if ctx.spec.options.get("clock_target", "servers") not in ("servers", "clients"):
-            raise BadArgument(f"clock_target must be servers or clients, not {ctx.spec.options['clock_target']!r}")
+        self.clients = not self.moves_server_clocks(ctx.spec)
         if self.clients:
             self.cluster = _ClientClocks(ctx.workers)
             self.targets = [f"c{i + 1}" for i in range(ctx.spec.concurrency)]
@@ -72,8 +72,8 @@ class ClockSkew:
         if not isinstance(ctx.cluster, ClockControl):
             raise BadArgument("this cluster provider cannot control clocks; clock-skew needs the local provider")
         self.cluster = ctx.cluster
-        method = getattr(ctx.cluster, "clock_method", lambda n: "faketime" if ctx.cluster.node(n).clock_file else None)
-        self.targets = [n.name for n in ctx.cluster.nodes if n.role == "lock" and method(n.name)]
+        movable = set(ctx.cluster.movable_clocks())
+        self.targets = [n.name for n in ctx.cluster.nodes if n.role == "lock" and n.name in movable]
         if not self.targets:
             kind = next((n.kind for n in ctx.cluster.nodes if n.role == "lock"), "?")
             raise BadArgument(f"clock-skew cannot move the clocks of {kind} nodes here: neither libfaketime nor "
@@ -82,14 +82,13 @@ class ClockSkew:
 
     def _common(self, ctx: NemesisContext) -> None:
         opts = ctx.spec.options
-        mode = opts.get("clock_mode", "bump")
-        if mode not in MODES + ("mixed",):
-            raise BadArgument(f"unknown clock_mode {mode!r}; choose one of: {', '.join(MODES + ('mixed',))}")
+        _, mode_opt, jitter, strobe, drift = self.OPTIONS
+        mode = read(opts, mode_opt)
         self.modes = MODES if mode == "mixed" else (mode,)
         self.jump = ctx.spec.jump_s
-        self.jitter = float(opts.get("clock_jump_jitter", 0.5))  # jumps are 1..1+jitter x the jump
-        self.strobe_s = float(opts.get("strobe_ms", 200)) / 1000
-        self.rate = float(opts.get("drift_rate", 1.5))
+        self.jitter = read(opts, jitter)  # jumps are 1..1+jitter x the jump
+        self.strobe_s = read(opts, strobe) / 1000
+        self.rate = read(opts, drift)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 

@@ -12,16 +12,15 @@ Redis node comes back empty: the unsafe case for Redlock).
 
 from __future__ import annotations
 
-import importlib
 import random
 from typing import Any
 
-from harness.cluster.base import ProcessControl
+from harness.cluster.base import HasLeader, ProcessControl
+from harness.cluster.kinds import server_kind
 from harness.errors import BadArgument
 from harness.options import Option
-from harness.generator import Planned
 from harness.history import NEMESIS, Op
-from nemesis.base import Fault, NemesisContext, complete
+from nemesis.base import Fault, NemesisContext, Planned, complete
 
 
 
@@ -48,9 +47,8 @@ class _ServerProcessNemesis:
         self.ctx = ctx
         self.cluster = ctx.cluster
         self.names = ctx.lock_node_names()
-        kind = next(n.kind for n in ctx.cluster.nodes if n.role == "lock")
-        mod = {"etcd": "harness.cluster.etcd", "zookeeper": "harness.cluster.zookeeper"}.get(kind)
-        self.leader_of = getattr(importlib.import_module(mod), "leader", None) if mod else None
+        kind = server_kind(next(n.kind for n in ctx.cluster.nodes if n.role == "lock"))
+        self.leader_of = kind.leader if isinstance(kind, HasLeader) else None
         self.affected: set[str] = set()
 
     def next_fault(self, rng: random.Random) -> Fault:

@@ -21,7 +21,8 @@ from harness.cluster.base import Node
 from harness.errors import LockLost, NotAcquired
 from harness.options import Option
 
-__all__ = ["Clock", "Lease", "LockClient", "LockLost", "NotAcquired", "option", "unique_value"]
+__all__ = ["Clock", "Lease", "LockClient", "LockLost", "NotAcquired", "ReadsWallClock", "StillHeld", "option",
+           "unique_value"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,8 +59,17 @@ class Clock:
 
 @runtime_checkable
 class LockClient(Protocol):
+    """One worker's lock client. The class is constructed as `cls(options, clock)`:
+    `options` the run's typed options (harness/options.py; declare what you read in
+    `OPTIONS`), `clock` the wall clock a nemesis may skew (Clock), or None. It must not
+    contact a server before `open`. `servers = (kind, count)` names the cluster it needs:
+    kind one of harness.cluster.kinds.KINDS."""
+
     name: str
     has_fencing: bool  # whether leases carry a token safe for fencing
+    servers: tuple[str, int]
+
+    def __init__(self, options: Mapping[str, Any] | None, clock: Clock | None) -> None: ...
 
     def open(self, nodes: Sequence[Node]) -> None: ...
 
@@ -69,13 +79,26 @@ class LockClient(Protocol):
         """True if this call released the lock; False if the lease was no longer held."""
 
     def renew(self, lease: Lease) -> Lease:
-        """Extend the lease; raise LockLost if it is no longer held."""
+        """Extend the lease; raise LockLost if it is no longer held (`--renew` calls it)."""
 
     def close(self) -> None: ...
 
-    # Optional: `still_held(lease) -> bool`, the client's own belief (a watchdog whose
-    # renewal failed, a ZooKeeper session that was lost). The worker asks it before the
-    # write and, on False, skips the write and releases. Absent means "no opinion".
+
+@runtime_checkable
+class StillHeld(Protocol):
+    """Optional: the client's own belief that it still holds a lease (a watchdog whose
+    renewal failed, a ZooKeeper session that was lost). The worker asks before the work
+    and, on False, does no work and releases. A client without it has no opinion."""
+
+    def still_held(self, lease: Lease) -> bool: ...
+
+
+@runtime_checkable
+class ReadsWallClock(Protocol):
+    """Optional: which of the client's decisions read `clock.time()` (and so an in-process
+    clock skew reaches), in words for the report; () when none does."""
+
+    clock_reads: tuple[str, ...]
 
 
 def node_timeout(default_ms: float) -> Option:

@@ -66,9 +66,23 @@ def node_named(nodes: Mapping[str, Node], name: str) -> Node:
         raise BadArgument(f"no node named {name!r}; nodes are: {', '.join(nodes)}") from None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientPlace:
+    """Where client worker i runs and how it reaches the lock service."""
+
+    netns: str | None  # network namespace the worker enters; None: the harness's own
+    nodes: tuple[Node, ...]  # the lock servers as this client reaches them (its own proxies, on compose)
+
+
 @runtime_checkable
 class Cluster(Protocol):
+    """Real servers: `up` starts and waits for them (and cleans up if it fails), `down`
+    stops everything this cluster started and removes what it created, idempotent, never
+    raising. `fallback_reason` says why it runs with less than it could (loopback instead
+    of namespaces), None when it does not."""
+
     run_id: str
+    fallback_reason: str | None
 
     def up(self) -> None: ...
 
@@ -78,6 +92,8 @@ class Cluster(Protocol):
     def nodes(self) -> Sequence[Node]: ...
 
     def node(self, name: str) -> Node: ...
+
+    def client(self, index: int) -> ClientPlace: ...
 
 
 @runtime_checkable
@@ -95,6 +111,11 @@ class ProcessControl(Protocol):
 
 @runtime_checkable
 class ClockControl(Protocol):
+    """Moving servers' wall clocks. Only the nodes `movable_clocks()` names can be moved;
+    how (libfaketime, a vDSO patch, a bind-mounted timestamp file) is the provider's affair."""
+
+    def movable_clocks(self) -> list[str]: ...
+
     def set_clock(self, name: str, offset_s: float, rate: float = 1.0) -> None: ...
 
     def read_clock_offset(self, name: str) -> float: ...
@@ -102,9 +123,16 @@ class ClockControl(Protocol):
 
 @runtime_checkable
 class NetworkControl(Protocol):
-    def partition(self, grudge: Mapping[str, Iterable[str]]) -> None: ...
+    """Cutting links between hosts (servers by node name, clients as c1..cN). Only a
+    provider that really can cut them implements it."""
+
+    def partition(self, grudge: Mapping[str, Iterable[str]]) -> None:
+        """Cut each (a, b in grudge[a]) both ways; replaces the previous cut."""
 
     def heal(self) -> None: ...
+
+    def reaches(self, src: str, dst: str) -> bool:
+        """Whether host src can open a connection to node dst now (the cut's proof)."""
 
 
 class ServerKind(Protocol):
@@ -133,6 +161,14 @@ class ServerKind(Protocol):
 
     def read_clock(self, node: Node) -> float:
         """The server's own idea of the wall-clock time, in seconds since the epoch."""
+
+
+@runtime_checkable
+class HasLeader(Protocol):
+    """Optional ServerKind capability: the kind elects a leader, and can name it."""
+
+    def leader(self, nodes: Sequence[Node]) -> str | None:
+        """The leader's node name, or None while there is none a majority agrees on."""
 
 
 @dataclass(slots=True)

@@ -204,6 +204,9 @@ class EtcdKind:
     default_port = 2379
     fakes_clock = False
 
+    def leader(self, nodes: Sequence[Node]) -> str | None:
+        return leader(nodes)
+
     def __init__(self, pre_vote: bool = False):
         self.pre_vote = pre_vote
 

@@ -35,5 +35,14 @@ def server_kind(name: str, options: Mapping[str, Any] | None = None) -> ServerKi
     raise BadArgument(f"unknown server kind {name!r}; a backend's `servers` must name one of: {', '.join(KINDS)}")
 
 
+def faketime_moves(kind: str, options: Mapping[str, Any] | None = None) -> bool:
+    """Whether a kind's clock is moved through libfaketime (so its servers must start under
+    it): valkey always; ZooKeeper only with zk_clock=faketime (else the vDSO patch moves
+    the JVM's wall clock); etcd never (Go reads time through the vDSO)."""
+    if kind == "valkey":
+        return True
+    return kind == "zookeeper" and read(options or {}, CLUSTER_OPTIONS[1]) == "faketime"
+
+
 def node_names(kind: str, count: int) -> tuple[str, ...]:
     return tuple(f"{PREFIX[kind]}{i}" for i in range(1, count + 1))

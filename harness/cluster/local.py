@@ -16,15 +16,16 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from harness.cluster.base import Node, ProcState, ServerKind, check_run_id, node_named
+from harness.cluster.base import ClientPlace, Node, ProcState, ServerKind, check_run_id, node_named
 from harness.errors import BadArgument, ClusterError, MissingDependency, PortInUse
-from harness.interrupts import shielded
+from harness.interrupts import quiet_group, shielded
 
 RUN_ENV = "CHAOSLOCK_RUN"
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
@@ -96,8 +97,37 @@ def port_free(port: int) -> bool:
             return False
 
 
+def _choose_network(run_id: str, netns: bool | None, base_port: int | None):
+    """(Network, None) when the run gets namespaces, else (None, why not). netns=True
+    requires them (MissingDependency if unavailable); an explicit --base-port wins."""
+    if netns is False:
+        return None, None
+    from harness.cluster import netns as _netns
+
+    reason = _netns.netns_available()
+    if reason is None and base_port is not None:
+        if netns is True:
+            raise BadArgument("--base-port sets loopback ports, which a run in network namespaces does not use; "
+                              "drop --base-port or use --no-netns")
+        reason = "--base-port asks for loopback ports"  # the explicit setting wins, and the run says so
+    if reason is None:
+        return _netns.Network(run_id), None
+    if netns is True:
+        raise MissingDependency(f"network namespaces are unavailable: {reason}")
+    return None, reason
+
+
 class LocalCluster:
-    """Implements Cluster, ProcessControl, ClockControl and (with netns) NetworkControl."""
+    """Cluster, ProcessControl and ClockControl on local processes. Constructed where
+    namespaces work (and were not refused), it is a NamespacedCluster, which adds
+    NetworkControl: only a cluster that can really cut links claims to."""
+
+    def __new__(cls, run_id: str, groups: Sequence[Group], *, netns: bool | None = None,
+                base_port: int | None = None, **kw):
+        network, reason = _choose_network(check_run_id(run_id), netns, base_port)
+        obj = super().__new__(NamespacedCluster if network is not None and cls is LocalCluster else cls)
+        obj._choice = (network, reason)
+        return obj
 
     def __init__(self, run_id: str, groups: Sequence[Group], *, clients: int = 0, netns: bool | None = None,
                  log_dir: str | os.PathLike | None = None, base_port: int | None = None,
@@ -109,23 +139,7 @@ class LocalCluster:
         self.log_dir = Path(log_dir) if log_dir else self.dir / "logs"
         self.base_port = base_port
         self.ready_timeout = ready_timeout
-        self.network = None
-        self.fallback_reason: str | None = None
-        if netns is not False:
-            from harness.cluster import netns as _netns
-
-            reason = _netns.netns_available()
-            if reason is None and base_port is not None:
-                if netns is True:
-                    raise BadArgument("--base-port sets loopback ports, which a run in network namespaces does not use; "
-                                      "drop --base-port or use --no-netns")
-                reason = "--base-port asks for loopback ports"  # the explicit setting wins, and the run says so
-            if reason is None:
-                self.network = _netns.Network(run_id)
-            elif netns is True:
-                raise MissingDependency(f"network namespaces are unavailable: {reason}")
-            else:
-                self.fallback_reason = reason
+        self.network, self.fallback_reason = self._choice  # see __new__
         self._created = False  # whether up() made self.dir (down() removes only what it made)
         self._nodes: dict[str, Node] = {}
         self._kinds: dict[str, ServerKind] = {}
@@ -145,6 +159,9 @@ class LocalCluster:
 
     def lock_nodes(self) -> list[Node]:
         return [n for n in self._nodes.values() if n.role == "lock"]
+
+    def client(self, index: int) -> ClientPlace:
+        return ClientPlace(netns=self.client_netns[index], nodes=tuple(self.lock_nodes()))
 
     def up(self) -> None:
         """Start every server and wait until each group serves. On failure, clean up and raise."""
@@ -371,13 +388,16 @@ class LocalCluster:
             if time.monotonic() > deadline:
                 raise ClusterError(f"{name} did not answer within {self.ready_timeout:.0f}s after restart; see {node.log_path}")
             time.sleep(0.1)
-        if self._clock_offsets.get(name) and self.clock_method(name) == "timewarp":
+        if self._clock_offsets.get(name) and self._clock_method(name) == "timewarp":
             # A vDSO patch dies with the process. Re-apply it only once the server answers:
             # right after Popen the pid is still `ip netns exec`, whose exec drops the patch.
             self.set_clock(name, self._clock_offsets[name])
 
     # -- ClockControl ----------------------------------------------------------------------
-    def clock_method(self, name: str) -> str | None:
+    def movable_clocks(self) -> list[str]:
+        return [n.name for n in self.nodes if self._clock_method(n.name) is not None]
+
+    def _clock_method(self, name: str) -> str | None:
         """How this node's clock can be moved: "faketime" (libfaketime file: wall and
         monotonic clocks), "timewarp" (vDSO patch: wall clock only), or None."""
         node = self.node(name)
@@ -392,7 +412,7 @@ class LocalCluster:
     def set_clock(self, name: str, offset_s: float, rate: float = 1.0) -> None:
         """Set a node's wall-clock offset in seconds relative to the real clock."""
         node = self.node(name)
-        method = self.clock_method(name)
+        method = self._clock_method(name)
         if method is None:
             raise BadArgument(f"{name} ({node.kind}) runs neither under libfaketime nor with a patchable vDSO, "
                               "so its clock cannot be moved")
@@ -414,16 +434,6 @@ class LocalCluster:
         after = time.time()
         return server - (before + after) / 2
 
-    # -- NetworkControl --------------------------------------------------------------------
-    def partition(self, grudge: Mapping[str, Iterable[str]]) -> None:
-        if self.network is None:
-            raise BadArgument(f"partitions need network namespaces, which are unavailable here ({self.fallback_reason})")
-        self.network.partition(grudge)
-
-    def heal(self) -> None:
-        if self.network is not None:
-            self.network.heal()
-
     # -- state for `chaos cluster status/down` ---------------------------------------------
     def _write_state(self) -> None:
         state = {"run_id": self.run_id, "created": time.time(), "dir": str(self.dir),
@@ -435,4 +445,24 @@ class LocalCluster:
                                                                 "bridge_addr": self.network.bridge_addr}}
         (self.dir / "state.json").write_text(json.dumps(state, indent=1))
 
+
+class NamespacedCluster(LocalCluster):
+    """A LocalCluster whose servers and clients each have a network namespace: it can cut
+    links (NetworkControl). Made by LocalCluster(...) when namespaces are available."""
+
+    def partition(self, grudge: Mapping[str, Iterable[str]]) -> None:
+        self.network.partition(grudge)
+
+    def heal(self) -> None:
+        self.network.heal()
+
+    def reaches(self, src: str, dst: str) -> bool:
+        """Whether host `src` (a server, or client c1..cN) opens a TCP connection to node
+        `dst`'s client port now (300 ms)."""
+        target = self.node(dst)
+        ns = self.network.host(src).netns
+        probe = f"import socket;socket.create_connection(({target.host!r},{target.port}),timeout=0.3)"
+        r = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", probe], capture_output=True, timeout=5,
+                           **quiet_group())
+        return r.returncode == 0
 

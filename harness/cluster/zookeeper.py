@@ -166,6 +166,9 @@ class ZooKeeperKind:
     default_port = 2181
     fakes_clock = True
 
+    def leader(self, nodes: Sequence[Node]) -> str | None:
+        return leader(nodes)
+
     def check_installed(self) -> None:
         java_binary()
         for jar in CLASSPATH:

@@ -2,7 +2,8 @@
 
 import random
 
-from harness.generator import Context, FaultSchedule, Pending, Planned, plan
+from harness.generator import Context, FaultSchedule, Pending, plan
+from nemesis.base import Planned
 from nemesis.base import Compose, Fault, Noop
 
 
