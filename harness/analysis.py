@@ -1,4 +1,6 @@
-"""From a recorded history to results.json, ops.csv and the one-line summary.
+"""From a recorded history to results.json, ops.csv and report.html: this module only
+reads the run dir and writes files; which checkers run and how their verdicts combine is
+harness/checker/policy.py.
 
 Used by `chaos run` after every run and by `chaos check`/`chaos report` on a stored run,
 so a verdict can always be recomputed from the history alone.
@@ -6,49 +8,21 @@ so a verdict can always be recomputed from the history alone.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from harness.checker.base import UNKNOWN, CheckResult, merge_valid, safe_check
-from harness.checker.lock import check_mutex, check_stats, check_writes, lease_history
-from harness.history import Op, read_history
+from harness.checker.base import UNKNOWN
+from harness.checker.policy import summarize, verdicts
+from harness.history import read_history
 from results import store
 
-OUTCOME = "outcome.json"  # written by the runner: {"interrupted", "started", "aborted"}
-
-
-def checkers(spec: Any) -> list[tuple[str, Any]]:
-    """(name, fn) of every checker a run applies to its own history."""
-    # Imported here, not guarded: a checker that cannot load must crash the check, never
-    # drop out of it and leave a narrower verdict that reads VALID.
-    from harness.checker.linearizable import LinearizableChecker
-
-    out = [("mutex", check_mutex), ("writes", check_writes), ("stats", check_stats)]
-    mutex = LinearizableChecker("mutex", time_limit=10.0)
-    out.append(("linearizable-mutex", lambda spec, h: mutex.check(spec, lease_history(h))))
-    model = "fenced-register" if getattr(spec, "fencing", False) else "register"
-    out.append((f"linearizable-{model}", LinearizableChecker(model, time_limit=10.0)))
-    return out
-
-
-def judged(spec: Any) -> set[str]:
-    """Which checkers decide the verdict. With fencing on, the question is whether the data
-    stayed safe; mutual exclusion (which fencing cannot give) is still reported."""
-    base = {"writes", "linearizable-fenced-register", "linearizable-register"}
-    if not getattr(spec, "fencing", False):
-        base |= {"mutex", "linearizable-mutex"}
-    return base
-
-
-def verdicts(spec: Any, history: Sequence[Op]) -> dict[str, CheckResult]:
-    return {name: safe_check(fn, spec, history, name=name) for name, fn in checkers(spec)}
+OUTCOME = "outcome.json"  # written by the runner: {"run_id", "interrupted", "started", "aborted"}
 
 
 def read_outcome(run_dir: Path | None) -> dict:
     """How a stored run ended, from its outcome.json (written by the runner before it
     checks); {} for a history without one. A file that is not an object counts as absent."""
-    import json
-
     if run_dir is None:
         return {}
     try:
@@ -56,44 +30,6 @@ def read_outcome(run_dir: Path | None) -> dict:
     except (OSError, ValueError):
         return {}
     return doc if isinstance(doc, dict) else {}
-
-
-def unknown_reason(summary: dict, outcome: dict) -> str | None:
-    """Why a run that no checker faulted still cannot be called valid, or None if it can.
-
-    A run that crashed, or in which no critical section completed, proves nothing about
-    mutual exclusion: it is "unknown", never VALID. (A violation it did prove stands.)"""
-    if outcome.get("aborted"):
-        return f"the run did not finish: {outcome['aborted']}"
-    if outcome.get("started") is False:
-        return "the cluster never came up"
-    if not summary.get("critical_sections"):
-        return "no critical section completed, so there is nothing to judge"
-    return None
-
-
-def summarize(spec: Any, results: dict[str, CheckResult], run_dir: Path | None,
-              outcome: dict | None = None) -> dict:
-    judge = judged(spec)
-    valid = merge_valid([r.valid for n, r in results.items() if n in judge])
-    s: dict[str, Any] = {"valid": valid}
-    mutex = results.get("mutex")
-    s["violations"] = mutex.summary.get("violations") if mutex else None
-    for r in results.values():
-        for k, v in r.summary.items():
-            s.setdefault(k, v)
-    outcome = read_outcome(run_dir) if outcome is None else outcome
-    reason = unknown_reason(s, outcome)
-    if reason and valid is not False:
-        s["valid"] = UNKNOWN
-        s["unknown_reason"] = reason
-    if outcome.get("interrupted"):
-        s["interrupted"] = True
-    s.update(backend=getattr(spec, "backend", None), nemesis=list(getattr(spec, "nemesis", ()) or ["none"]),
-             seed=getattr(spec, "seed", None), fencing=getattr(spec, "fencing", None),
-             run_dir=str(run_dir) if run_dir else None,
-             checkers={n: r.valid for n, r in results.items()})
-    return s
 
 
 def unchecked(spec: Any, run_dir: Path, outcome: dict, reason: str) -> dict:
@@ -117,7 +53,7 @@ def analyse(spec: Any, run_dir: Path, *, timings: dict | None = None, errors: li
 
     history = read_history(run_dir / "history.jsonl")
     results = verdicts(spec, history)
-    summary = summarize(spec, results, run_dir)
+    summary = summarize(spec, results, run_dir, read_outcome(run_dir))
     summary.update(timings or {})
     if interrupted:
         summary["interrupted"] = True

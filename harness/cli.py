@@ -38,8 +38,10 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
 
 
 def verdict_text(s: dict) -> str:
+    from harness.checker.base import verdict_word
+
     v = s.get("valid")
-    head = {True: "VALID", False: "INVALID"}.get(v, "UNKNOWN")
+    head = verdict_word(v)
     parts = []
     viol = s.get("violations") or 0
     parts.append("mutual exclusion held" if not viol else f"mutual exclusion violated {viol} time{'s' if viol != 1 else ''}")
@@ -148,8 +150,9 @@ def check(path, model, time_limit, as_json):
     """Check a stored run dir or a history.jsonl; exit 0 valid, 1 invalid, 2 unknown."""
     from pathlib import Path
 
-    from harness.analysis import summarize, verdicts
+    from harness.analysis import read_outcome
     from harness.checker.base import safe_check
+    from harness.checker.policy import summarize, verdicts
     from results.store import load_run
 
     if not (math.isfinite(time_limit) and 0 < time_limit <= 86_400):
@@ -164,7 +167,8 @@ def check(path, model, time_limit, as_json):
         valid = r.valid
     else:
         results = verdicts(spec, history)
-        out = summarize(spec, results, p if p.is_dir() else None)
+        # outcome.json lies beside the history: a crashed run's history alone is never VALID
+        out = summarize(spec, results, p if p.is_dir() else None, read_outcome(p if p.is_dir() else p.parent))
         valid = out["valid"]
     if as_json:
         print(json.dumps(out, default=str))
@@ -209,12 +213,9 @@ cli.add_command(reproduce)
 from harness.explore import explore  # noqa: E402
 
 cli.add_command(explore)
-try:
-    from harness.matrix import matrix  # noqa: E402
+from harness.matrix import matrix  # noqa: E402
 
-    cli.add_command(matrix)
-except ImportError:  # the matrix module is optional while it is being built
-    pass
+cli.add_command(matrix)
 
 
 def _terminate(signum, frame) -> None:

@@ -292,6 +292,37 @@ class HistoryWriter:
             self._f.close()
 
 
+# Holding: a process holds the lock from the completion of its ok acquire until it invokes
+# its release (the window in which it believes it is the holder and may touch the
+# resource). Every reader of a history, live or after the fact, uses these two rules.
+def begins_hold(f: str, type_: str) -> bool:
+    return f == "acquire" and type_ == "ok"
+
+
+def ends_hold(f: str, type_: str) -> bool:
+    return f == "release" and type_ == "invoke"
+
+
+class Holders:
+    """The processes holding the lock so far, updated op by op (live views of a run)."""
+
+    def __init__(self) -> None:
+        self.now: set[Any] = set()
+
+    def see(self, op: Op) -> set[Any]:
+        """Update with one op; return the other processes holding when `op` began a hold
+        (a violation each), else the empty set."""
+        if op.process == NEMESIS:
+            return set()
+        if begins_hold(op.f, op.type):
+            others = self.now - {op.process}
+            self.now.add(op.process)
+            return others
+        if ends_hold(op.f, op.type):
+            self.now.discard(op.process)
+        return set()
+
+
 def pair_ops(ops: Iterable[Op]) -> Iterator[tuple[Op, Op | None]]:
     """Yield (invoke, completion) pairs per process; completion is None if it never came.
 

@@ -24,7 +24,7 @@ from harness.cluster.kinds import faketime_moves, node_names, server_kind
 from harness.cluster.valkey import ValkeyKind
 from harness.generator import Context, FaultSchedule, Pending
 from nemesis.base import Planned
-from harness.history import NEMESIS, HistoryWriter, Op, check_fields, now_ns, op_from_dict
+from harness.history import NEMESIS, Holders, HistoryWriter, Op, check_fields, now_ns, op_from_dict
 from harness.progress import Progress
 from harness.spec import TestSpec
 from harness.errors import ClusterError
@@ -177,7 +177,7 @@ class LiveState:
 
     def __init__(self) -> None:
         self.ops = 0
-        self.holders: set[Any] = set()
+        self.holders = Holders()
         self.violations = 0
         self.faults: list[str] = []
 
@@ -186,11 +186,7 @@ class LiveState:
             return
         if op.type != "invoke":
             self.ops += 1
-        if op.f == "acquire" and op.type == "ok":
-            self.violations += len(self.holders - {op.process})
-            self.holders.add(op.process)
-        elif op.f == "release" and op.type == "invoke":
-            self.holders.discard(op.process)
+        self.violations += len(self.holders.see(op))
 
 
 def run(spec: TestSpec, *, progress: bool = True) -> RunOutcome:

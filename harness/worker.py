@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import NotAcquired
-from harness.history import now_ns
+from harness.history import begins_hold, ends_hold, now_ns
 
 READY = "ready"  # the message a worker sends once its client is open
 FAILED = "failed"  # the message a worker sends instead when it cannot go on: {FAILED: index, "error", "bad_argument"}
@@ -54,10 +54,10 @@ class Recorder:
         self.holding, self.index = holding, index
 
     def __call__(self, type_: str, f: str, **kw) -> None:
-        if self.holding is not None and f in ("acquire", "release"):
-            if f == "release" and type_ == "invoke":
+        if self.holding is not None:
+            if ends_hold(f, type_):
                 self.holding[self.index] = 0
-            elif f == "acquire" and type_ == "ok":
+            elif begins_hold(f, type_):
                 self.holding[self.index] = 1
         d = {"time_ns": now_ns(), "process": self.process, "type": type_, "f": f}
         d.update({k: v for k, v in kw.items() if v is not None})

@@ -35,18 +35,12 @@ HEALS: dict[str, str | tuple[str, ...]] = {
 
 def fault_intervals(history) -> list[dict]:
     """[{f, start_ns, end_ns | None, value}] of every fault that took effect, from the history."""
-    from harness.history import NEMESIS
+    from harness.history import NEMESIS, pair_ops
 
     open_: dict[str, dict] = {}
     out: list[dict] = []
-    pending: dict[int, Op] = {}
-    for op in sorted(history, key=lambda o: (o.time_ns, o.index)):
-        if op.process != NEMESIS:
-            continue
-        if op.type == "invoke":
-            pending[0] = op
-            continue
-        inv = pending.pop(0, op)
+    ops = sorted((o for o in history if o.process == NEMESIS), key=lambda o: (o.time_ns, o.index))
+    for inv, op in sorted(((i, d) for i, d in pair_ops(ops) if d is not None), key=lambda p: (p[1].time_ns, p[1].index)):
         if op.type == "fail":
             continue
         if op.f in HEALS:

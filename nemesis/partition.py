@@ -19,7 +19,7 @@ from harness.cluster import grudge as G
 from harness.cluster.base import NetworkControl
 from harness.errors import BadArgument
 from harness.options import Option, read
-from harness.history import Op
+from harness.history import Op, begins_hold, ends_hold
 from nemesis.base import Fault, NemesisContext, complete
 
 
@@ -125,9 +125,9 @@ class PartitionClient(_Net):
         self.island = read(ctx.spec.options, self.OPTIONS[1])
 
     def on_event(self, ctx, event: Op) -> list:
-        if event.f == "acquire" and event.type == "ok" and isinstance(event.process, int):
+        if begins_hold(event.f, event.type) and isinstance(event.process, int):
             self.holder = event.process
-        elif event.f == "release" and event.type == "invoke" and event.process == self.holder:
+        elif ends_hold(event.f, event.type) and event.process == self.holder:
             self.holder = None
         return []
 

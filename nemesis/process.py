@@ -19,7 +19,7 @@ from harness.cluster.base import HasLeader, ProcessControl
 from harness.cluster.kinds import server_kind
 from harness.errors import BadArgument
 from harness.options import Option
-from harness.history import NEMESIS, Op
+from harness.history import NEMESIS, Holders, Op
 from nemesis.base import Fault, NemesisContext, Planned, complete
 
 
@@ -144,7 +144,7 @@ class PauseHolder:
         self.fault_phase = spec.time_limit - spec.recovery
         self.next_allowed = spec.nemesis_interval * 0.5
         self.paused: dict[int, Any] = {}
-        self.holders: set[int] = set()
+        self.holders = Holders()
 
     def next_fault(self, rng: random.Random) -> None:
         return None  # purely reactive: faults come from on_event
@@ -163,12 +163,8 @@ class PauseHolder:
             return []
         if not isinstance(event.process, int):
             return []
-        if event.f == "acquire":
-            (self.holders.add if event.type == "ok" else self.holders.discard)(event.process)
-            return []
-        if event.f == "release" and event.type == "invoke":
-            self.holders.discard(event.process)
-        if not (event.f == "read" and event.type == "ok" and event.process in self.holders):
+        self.holders.see(event)
+        if not (event.f == "read" and event.type == "ok" and event.process in self.holders.now):
             return []
         if self.paused or ctx.time < self.next_allowed or ctx.time + self.pause_s >= self.fault_phase:
             return []

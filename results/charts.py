@@ -104,12 +104,10 @@ LANE_H, LANE_STEP = 20, 27
 
 
 def _windows(doc: dict, history: Sequence[Op]) -> list[list]:
+    """The holding windows the mutex checker found (the renderer never recomputes them;
+    results.json without them, from before the checker listed them, draws no bars)."""
     det = (doc.get("checkers", {}).get("mutex") or {}).get("details") or {}
-    if isinstance(det.get("windows"), list):
-        return det["windows"]
-    from harness.checker.lock import holding_windows
-
-    return [[w.process, w.start_ns, w.end_ns, w.token] for w in holding_windows(history)]
+    return det["windows"] if isinstance(det.get("windows"), list) else []
 
 
 def timeline(fr: Frame, doc: dict, history: Sequence[Op]) -> tuple[str, list[str]]:

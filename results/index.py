@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
+from harness.checker.base import verdict_word
 from results.svg import esc
 
 _STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})(?:-\d+)?$")
@@ -65,11 +66,9 @@ def runs(store_dir: Path) -> list[dict]:
 
 
 def _verdict(valid) -> tuple[str, str]:
-    if valid is True:
-        return "VALID", "valid"
-    if valid is False:
-        return "INVALID", "invalid"
-    return "UNKNOWN", "unknown"
+    """(word, css class) of a verdict."""
+    word = verdict_word(valid)
+    return word, word.lower()
 
 
 def _cell(v) -> str:

@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 
 from harness.history import Op
 from results import charts
+from harness.checker.base import verdict_word
 from results.svg import esc, show
 
 LOG_TAIL_LINES = 12
@@ -32,12 +33,10 @@ def _get(spec: Any, name: str, default: Any = None) -> Any:
     return getattr(spec, name, default)
 
 
-def _verdict(valid: Any) -> tuple[str, str]:
-    if valid is True:
-        return "VALID", "valid"
-    if valid is False:
-        return "INVALID", "invalid"
-    return "UNKNOWN", "unknown"
+def _verdict(valid) -> tuple[str, str]:
+    """(word, css class) of a verdict."""
+    word = verdict_word(valid)
+    return word, word.lower()
 
 
 def _num(v: Any, unit: str = "") -> str:
@@ -156,7 +155,7 @@ def _summary_items(summary: dict) -> str:
 
 def checkers_section(fr: charts.Frame, spec: Any, doc: dict) -> str:
     try:
-        from harness.analysis import judged
+        from harness.checker.policy import judged
 
         decides = judged(spec)
     except Exception:  # an old or partial spec: say nothing rather than something wrong

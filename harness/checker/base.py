@@ -47,6 +47,12 @@ def safe_check(checker: Checker | Callable, spec: Any, history: Sequence[Op], na
                            details={"traceback": traceback.format_exc(limit=5)})
 
 
+def verdict_word(valid: Any) -> str:
+    """The word every page and line shows for a verdict: VALID, INVALID or UNKNOWN (also for
+    anything that is not True or False: a verdict is never VALID by default)."""
+    return "VALID" if valid is True else "INVALID" if valid is False else "UNKNOWN"
+
+
 def merge_valid(values: Sequence[Valid]) -> Valid:
     """The worst of several verdicts: False beats "unknown" beats True."""
     if any(v is False for v in values):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from harness.checker.base import CheckResult
-from harness.history import NEMESIS, Op, pair_ops
+from harness.history import NEMESIS, Op, begins_hold, ends_hold, pair_ops
 
 MAX_LISTED = 200
 
@@ -44,9 +44,9 @@ def holding_windows(history: Sequence[Op]) -> list[Window]:
     for op in sorted(history, key=lambda o: (o.time_ns, o.index)):
         if op.process == NEMESIS:
             continue
-        if op.f == "acquire" and op.type == "ok":
+        if begins_hold(op.f, op.type):
             open_[op.process] = op
-        elif op.f == "release" and op.type == "invoke" and op.process in open_:
+        elif ends_hold(op.f, op.type) and op.process in open_:
             a = open_.pop(op.process)
             wins.append(Window(process=a.process, start_ns=a.time_ns, end_ns=op.time_ns, acquire=a, release=op, token=a.token))
     for a in open_.values():

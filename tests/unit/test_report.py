@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis import summarize, verdicts
+from harness.checker.policy import summarize, verdicts
 from harness.checker.base import CheckResult
 from harness.checker.lock import check_mutex, check_stats, check_writes
 from harness.history import NEMESIS, Op

@@ -1,0 +1,80 @@
+"""Which checkers a run gets, and how their verdicts make the run's verdict.
+
+The verdict is the worst of the judged checkers (False beats "unknown" beats True). With
+fencing the question is whether the data stayed safe, so mutual exclusion is measured
+and reported but does not decide. A run that crashed, never started or completed no
+critical section proved nothing: it is never VALID (`unknown_reason` says why).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from harness.checker.base import UNKNOWN, CheckResult, merge_valid, safe_check
+from harness.checker.linearizable import LinearizableChecker
+from harness.checker.lock import check_mutex, check_stats, check_writes, lease_history
+from harness.history import Op
+
+
+def checkers(spec: Any) -> list[tuple[str, Any]]:
+    """(name, fn) of every checker a run applies to its own history."""
+    out = [("mutex", check_mutex), ("writes", check_writes), ("stats", check_stats)]
+    mutex = LinearizableChecker("mutex", time_limit=10.0)
+    out.append(("linearizable-mutex", lambda spec, h: mutex.check(spec, lease_history(h))))
+    model = "fenced-register" if getattr(spec, "fencing", False) else "register"
+    out.append((f"linearizable-{model}", LinearizableChecker(model, time_limit=10.0)))
+    return out
+
+
+def judged(spec: Any) -> set[str]:
+    """Which checkers decide the verdict. With fencing on, the question is whether the data
+    stayed safe; mutual exclusion (which fencing cannot give) is still reported."""
+    base = {"writes", "linearizable-fenced-register", "linearizable-register"}
+    if not getattr(spec, "fencing", False):
+        base |= {"mutex", "linearizable-mutex"}
+    return base
+
+
+def verdicts(spec: Any, history: Sequence[Op]) -> dict[str, CheckResult]:
+    return {name: safe_check(fn, spec, history, name=name) for name, fn in checkers(spec)}
+
+
+def unknown_reason(summary: dict, outcome: dict) -> str | None:
+    """Why a run that no checker faulted still cannot be called valid, or None if it can.
+
+    A run that crashed, or in which no critical section completed, proves nothing about
+    mutual exclusion: it is "unknown", never VALID. (A violation it did prove stands.)"""
+    if outcome.get("aborted"):
+        return f"the run did not finish: {outcome['aborted']}"
+    if outcome.get("started") is False:
+        return "the cluster never came up"
+    if not summary.get("critical_sections"):
+        return "no critical section completed, so there is nothing to judge"
+    return None
+
+
+def summarize(spec: Any, results: dict[str, CheckResult], run_dir: Path | None,
+              outcome: dict | None = None) -> dict:
+    judge = judged(spec)
+    valid = merge_valid([r.valid for n, r in results.items() if n in judge])
+    s: dict[str, Any] = {"valid": valid}
+    mutex = results.get("mutex")
+    s["violations"] = mutex.summary.get("violations") if mutex else None
+    for r in results.values():
+        for k, v in r.summary.items():
+            s.setdefault(k, v)
+    outcome = outcome or {}  # how the run ended (harness.analysis.read_outcome), {} if unknown
+    reason = unknown_reason(s, outcome)
+    if reason and valid is not False:
+        s["valid"] = UNKNOWN
+        s["unknown_reason"] = reason
+    if outcome.get("interrupted"):
+        s["interrupted"] = True
+    s.update(backend=getattr(spec, "backend", None), nemesis=list(getattr(spec, "nemesis", ()) or ["none"]),
+             seed=getattr(spec, "seed", None), fencing=getattr(spec, "fencing", None),
+             run_dir=str(run_dir) if run_dir else None,
+             checkers={n: r.valid for n, r in results.items()})
+    return s
+
+
