@@ -5,6 +5,18 @@ from __future__ import annotations
 import click
 
 
+def say_reaped() -> None:
+    """Before starting anything: remove what runs that died left behind, in one line."""
+    import sys
+
+    from harness.cluster.reaper import reap_dead
+
+    gone = reap_dead()
+    if gone:
+        print(f"note: removed the leftovers of {len(gone)} run(s) whose chaos process had died: {', '.join(gone)}",
+              file=sys.stderr)
+
+
 @click.group()
 def cluster() -> None:
     """Start, inspect and remove clusters (also leftovers of killed runs)."""
@@ -24,11 +36,15 @@ def up(backend, netns):
     plugins.backend_class(backend)
     run_id = new_run_id()
     from harness.cluster.local import state_root
+    from harness.cluster.reaper import KEPT
 
+    say_reaped()
     c = make_cluster(spec, run_id, state_root() / run_id / "logs", [])
     c.up()
-    # Leave the processes running: forget them so nothing stops them when we exit.
+    # Leave the processes running: forget them so nothing stops them when we exit, and
+    # mark the cluster kept, so a later run does not take it for a dead run's leftovers.
     c._state.clear()
+    (state_root() / run_id / KEPT).touch()
     print(f"cluster {run_id} is up ({backend})")
     for n in c.nodes:
         where = f"  (netns {n.netns}: ip netns exec {n.netns} ...)" if n.netns else ""

@@ -71,6 +71,7 @@ def worker_main(args: WorkerArgs, queue, stop, go) -> None:
     Must not print a traceback on the user's terminal: an error that ends the worker goes,
     with its traceback, to the worker's log, and as one FAILED message to the runner."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner owns Ctrl-C and stops us
+    _die_with_parent()
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})  # blocked while we were spawned
     try:
         _work(args, queue, stop, go)
@@ -88,6 +89,18 @@ def worker_main(args: WorkerArgs, queue, stop, go) -> None:
         queue.put({FAILED: args.index, "error": str(e) if isinstance(e, BadArgument) else _err(e),
                    "bad_argument": isinstance(e, BadArgument)})
         raise SystemExit(1) from None
+
+
+def _die_with_parent() -> None:
+    """A SIGKILLed runner must not leave its workers looping (they carry no run id):
+    the kernel kills a worker when the runner dies (PR_SET_PDEATHSIG)."""
+    import ctypes
+    import os
+
+    parent = os.getppid()
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the runner died before the call took effect
+        os._exit(1)
 
 
 def _work(args: WorkerArgs, queue, stop, go) -> None:

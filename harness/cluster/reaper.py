@@ -160,3 +160,33 @@ def down_all() -> list[str]:
     if root.exists() and not any(root.iterdir()):
         root.rmdir()
     return done
+
+
+KEPT = "kept"  # marker file in a state dir: `chaos cluster up` left this cluster running on purpose
+
+
+def reap_dead() -> list[str]:
+    """Remove the runs whose chaos process died without tearing down (SIGKILL, a crash of
+    the machine's OOM killer): state dirs of this user whose owner is gone, unless
+    `chaos cluster up` kept the cluster on purpose. Returns the run ids removed. Runs
+    still owned by a live process, and anything without a state dir, are left alone
+    (`chaos cluster down --all` is for those)."""
+    root = state_root()
+    if not root.is_dir():
+        return []
+    gone = []
+    for d in sorted(root.iterdir()):
+        if not _ours(d) or (d / KEPT).exists():
+            continue
+        owner = _owner_pid(d.name)
+        if owner is None or owner == os.getpid() or _alive(owner):
+            continue
+        kill_run(d.name)
+        gone.append(d.name)
+    if gone:
+        try:
+            root.rmdir()
+        except OSError:
+            pass
+    return gone
+

@@ -50,3 +50,50 @@ def test_a_run_that_failed_to_start_does_not_move_latest(tmp_path, monkeypatch):
     run_dir, = tmp_path.glob("redis-none/*")
     summary = json.loads((run_dir / "results.json").read_text())["summary"]
     assert summary["valid"] == "unknown"
+
+
+def test_a_run_after_a_killed_run_removes_its_leftovers_first(tmp_path):
+    """A SIGKILLed chaos process leaves its servers and namespaces: the next run removes
+    them first, in one line, and its workers died with it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT
+    from tests.integration.test_interrupt import descendants_with_owner, leftovers
+
+    before = leftovers()
+    p = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", "redlock", "--time-limit", "60",
+                          "--store", str(tmp_path / "a")], cwd=ROOT, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 60
+    hist = None
+    while time.monotonic() < deadline and p.poll() is None:
+        hist = next((tmp_path / "a").glob("redlock-none/*/history.jsonl"), None)
+        if hist is not None and '"type":"ok"' in hist.read_text():
+            break
+        time.sleep(0.1)
+    assert hist is not None and p.poll() is None, "the run never got going"
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any("spawn_main" in _cmdline(pid) for pid in descendants_with_owner()):
+        time.sleep(0.1)
+    assert not any("spawn_main" in _cmdline(pid) for pid in descendants_with_owner()), "a worker outlived its runner"
+    left = leftovers()
+    assert left["netns"] - before["netns"], "the killed run should have left its namespaces"
+    r = chaos("run", "--backend", "redis", "--time-limit", "2", "--store", str(tmp_path / "b"))
+    assert r.returncode == 0, r.stderr
+    note, = [line for line in r.stderr.splitlines() if "leftovers" in line]
+    assert "whose chaos process had died" in note
+    after = leftovers()
+    assert {k: after[k] - before[k] for k in after if after[k] - before[k]} == {}
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
