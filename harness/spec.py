@@ -12,6 +12,7 @@
   acquire_timeout  seconds an acquire may try before it is a `fail`
   hold_max_ms      longest critical section (random below it); default 60 % of the TTL
   fencing          whether the resource enforces the lease's fencing token
+  renew            holders work 1-2 TTLs and renew in the foreground every TTL/3 (a renew op each)
   nemesis_interval seconds between fault start and heal, and between faults
   clock_jump_s     how far clock-skew jumps (default 2.5 x TTL)
   options          backend options (timeouts, retries, session timeout, ...)
@@ -51,6 +52,7 @@ class TestSpec:
     acquire_timeout: float = 2.0
     hold_max_ms: int | None = None
     fencing: bool = False
+    renew: bool = False
     nemesis_interval: float = 3.0
     clock_jump_s: float | None = None
     key: str = "chaos-lock"
@@ -63,7 +65,8 @@ class TestSpec:
 
     @property
     def name(self) -> str:
-        return f"{self.backend}-{'+'.join(self.nemesis) or 'none'}" + ("-fenced" if self.fencing else "")
+        return f"{self.backend}-{'+'.join(self.nemesis) or 'none'}" + ("-fenced" if self.fencing else "") \
+            + ("-renew" if self.renew else "")
 
     @property
     def hold_max(self) -> float:

@@ -177,8 +177,12 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random) -> bool:
         return False
 
     if value is not None:
-        remaining = (lease.valid_until_ns - time.monotonic_ns()) / 1e9 - SAFETY_MARGIN * spec.ttl_ms / 1000
-        time.sleep(rng.uniform(0, max(0.0, min(spec.hold_max, remaining))))
+        if spec.renew:
+            lease, keep = work_renewing(spec, client, lease, rec, rng)
+            if keep is not None:  # the lease was lost or in doubt: no write under it
+                return release(client, lease, rec) and keep
+        else:
+            time.sleep(rng.uniform(0, max(0.0, min(spec.hold_max, _remaining(lease, spec)))))
         rec("invoke", "write", key=resource, value=value + 1, token=token)
         try:
             counter.write(value + 1, token)
@@ -190,6 +194,40 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random) -> bool:
             release(client, lease, rec)
             return False
     return release(client, lease, rec)
+
+
+def _remaining(lease, spec) -> float:
+    """Seconds the holder may still work under `lease`, keeping a safety margin."""
+    return (lease.valid_until_ns - time.monotonic_ns()) / 1e9 - SAFETY_MARGIN * spec.ttl_ms / 1000
+
+
+def work_renewing(spec, client, lease, rec: Recorder, rng: random.Random):
+    """`--renew`: work 1-2 TTLs in slices of at most TTL/3, renewing after each slice, in
+    the foreground (the articles' watchdog, on the worker's own thread). Every renew is an
+    op. Returns (lease, None) when the work is done, (lease, True) when a renew failed
+    (the lock is certainly lost: do not write), (lease, False) when one is in doubt (info:
+    do not write, and continue as a new process)."""
+    from harness.errors import LockLost
+
+    ttl_s = spec.ttl_ms / 1000
+    left = rng.uniform(1.0, 2.0) * ttl_s
+    while left > 0:
+        step = min(ttl_s / 3, left, max(0.0, _remaining(lease, spec)))
+        time.sleep(step)
+        left -= step
+        if left <= 0:
+            break
+        rec("invoke", "renew", key=lease.key, value=lease.value)
+        try:
+            lease = client.renew(lease)
+        except LockLost as e:
+            rec("fail", "renew", key=lease.key, value=lease.value, error=str(e)[:300])
+            return lease, True
+        except Exception as e:
+            rec("info", "renew", key=lease.key, value=lease.value, error=_err(e))
+            return lease, False
+        rec("ok", "renew", key=lease.key, value=lease.value, token=lease.token)
+    return lease, None
 
 
 def _backoff(started: float, rng: random.Random) -> None:

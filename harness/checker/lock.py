@@ -75,12 +75,29 @@ def check_mutex(spec: Any, history: Sequence[Op]) -> CheckResult:
                                  "start_ns": w.start_ns, "end_ns": end,
                                  "overlap_ms": round((end - w.start_ns) / 1e6, 3)})
         active.append(w)
+    renewed = renewed_while_other_held(history, wins)
     return CheckResult(
         name="mutex", valid=not overlaps,
-        summary={"violations": len(overlaps), "windows": len(wins),
+        summary={"violations": len(overlaps), "windows": len(wins), "renewed_while_other_held": len(renewed),
                  "max_overlap_ms": max((o["overlap_ms"] for o in overlaps), default=0.0)},
         details={"overlaps": overlaps[:MAX_LISTED], "listed": min(len(overlaps), MAX_LISTED),
+                 "renewed_while_other_held": renewed[:MAX_LISTED],
                  "windows": [[w.process, w.start_ns, w.end_ns, w.token] for w in wins]})
+
+
+def renewed_while_other_held(history: Sequence[Op], wins: Sequence[Window]) -> list[dict]:
+    """Renews that said ok while another process held the lock: the client (or its
+    server) extended a lease that was no longer its own. Each also lies inside an
+    overlap, which is the violation; this names the op that should have failed."""
+    found = []
+    for op in history:
+        if op.f != "renew" or op.type != "ok" or op.process == NEMESIS:
+            continue
+        other = next((w for w in wins if w.process != op.process and w.start_ns < op.time_ns
+                      and (w.end_ns is None or op.time_ns < w.end_ns)), None)
+        if other is not None:
+            found.append({"renew": _brief(op), "holder": _brief(other.acquire)})
+    return found
 
 
 def lease_history(history: Sequence[Op]) -> list[Op]:
