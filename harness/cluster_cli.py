@@ -28,7 +28,7 @@ def cluster() -> None:
 def up(backend, netns):
     """Start a cluster and leave it running; prints endpoints and how to reach them."""
     from harness import plugins
-    from harness.runner import make_cluster
+    from harness.cluster.assemble import make_cluster
     from harness.spec import TestSpec
     from results.store import new_run_id
 

@@ -17,13 +17,18 @@ still hold a lock nobody will ever release, and the checkers must see that.
 from __future__ import annotations
 
 import logging
+import multiprocessing as mp
+import os
+import queue as queue_mod
 import random
 import signal
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from harness.errors import NotAcquired
+from harness.cluster.base import Cluster
+from harness.errors import ClusterError, NotAcquired
 from harness.history import begins_hold, ends_hold, now_ns
 
 READY = "ready"  # the message a worker sends once its client is open
@@ -95,7 +100,6 @@ def _die_with_parent() -> None:
     """A SIGKILLed runner must not leave its workers looping (they carry no run id):
     the kernel kills a worker when the runner dies (PR_SET_PDEATHSIG)."""
     import ctypes
-    import os
 
     parent = os.getppid()
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -255,3 +259,117 @@ def release(client, lease, rec: Recorder) -> bool:
     except Exception as e:
         rec("info", "release", key=lease.key, value=lease.value, error=_err(e))
         return False
+
+
+class Workers:
+    """The runner's side: the client processes, started together, paused and resumed for
+    the nemeses, stopped at the end (resuming paused ones first)."""
+
+    def __init__(self, spec: Any, cluster: Cluster, log_dir: Path | None = None):
+        self.ctx = mp.get_context("spawn")
+        self.queue = self.ctx.Queue()
+        self.stop_event = self.ctx.Event()
+        self.go = self.ctx.Event()
+        self.clocks = self.ctx.Array("d", spec.concurrency, lock=False)  # wall-clock offsets
+        self.holding = self.ctx.Array("b", spec.concurrency, lock=False)  # 1 while a worker holds the lock
+        self.procs: list[Any] = []
+        self.paused: set[int] = set()
+        self.log_dir = log_dir
+        self.options = dict(spec.options)
+        store_node = next(n for n in cluster.nodes if n.role == "store")
+        for i in range(spec.concurrency):
+            place = cluster.client(i)  # compose workers reach the servers through their own proxies
+            args = WorkerArgs(index=i, spec=spec, nodes=place.nodes, store=store_node, netns=place.netns,
+                              clocks=self.clocks, holding=self.holding,
+                              log_path=str(log_dir / f"worker-c{i + 1}.log") if log_dir else None)
+            self.procs.append(self.ctx.Process(target=worker_main, args=(args, self.queue, self.stop_event, self.go),
+                                               name=f"chaos-worker-{i}", daemon=True))
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Spawn every worker, wait until each has opened its client, then let them go."""
+        # Ctrl-C waits until every worker is spawned: a parent interrupted while it pickles a
+        # worker's arguments leaves a child dying with a traceback. The children inherit the
+        # block and lift it once they ignore SIGINT (the runner owns Ctrl-C).
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            for p in self.procs:
+                p.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        ready: set[int] = set()
+        deadline = time.monotonic() + timeout
+        while len(ready) < len(self.procs):
+            try:
+                msg = self.queue.get(timeout=0.2)
+            except queue_mod.Empty:
+                dead = [i for i, p in enumerate(self.procs) if not p.is_alive() and i not in ready]
+                if dead or time.monotonic() > deadline:
+                    which = ", ".join(f"c{i + 1}" for i in (dead or sorted(set(range(len(self.procs))) - ready)))
+                    raise ClusterError(f"worker(s) {which} {'exited' if dead else 'did not open their lock client in time'}"
+                                       f"; see the worker logs in {self.log_dir}")
+                continue
+            if FAILED in msg:
+                self.failed(msg)
+            ready.add(msg[READY])
+        self.go.set()
+
+    def failed(self, msg: dict) -> None:
+        """Raise the error a worker reported while opening its client, as one sentence."""
+        from harness.errors import BadArgument
+
+        i = msg[FAILED]
+        if msg.get("bad_argument"):
+            raise BadArgument(msg["error"])
+        given = ", ".join(f"-o {k}={v}" for k, v in self.options.items())
+        where = f"; the traceback is in {self.log_dir / f'worker-c{i + 1}.log'}" if self.log_dir else ""
+        raise ClusterError(f"worker c{i + 1} could not open its lock client ({msg['error']})"
+                           + (f"; this run set {given}" if given else "") + where)
+
+    def pid(self, index: int) -> int:
+        return self.procs[index].pid
+
+    def pause(self, index: int, wait_s: float = 1.0) -> bool:
+        """SIGSTOP a worker and wait until the kernel says it is stopped; False if it did
+        not stop within wait_s (it is still counted as paused and resumed later)."""
+        from harness.cluster.reaper import proc_state
+
+        pid = self.pid(index)
+        os.kill(pid, signal.SIGSTOP)
+        self.paused.add(index)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            state = proc_state(pid)
+            if state is None or state in "Tt":
+                return state is not None
+            time.sleep(0.001)
+        return False
+
+    def holding_lock(self, index: int) -> bool:
+        """The worker's own flag: between an ok acquire and the invocation of its release."""
+        return bool(self.holding[index])
+
+    def resume(self, index: int) -> None:
+        os.kill(self.pid(index), signal.SIGCONT)
+        self.paused.discard(index)
+
+    def set_clock(self, index: int, offset_s: float) -> None:
+        self.clocks[index] = offset_s
+
+    def clock_offset(self, index: int) -> float:
+        return float(self.clocks[index])
+
+    def alive(self) -> int:
+        return sum(p.is_alive() for p in self.procs)
+
+    def stop(self, grace: float) -> None:
+        self.stop_event.set()
+        for i in list(self.paused):
+            self.resume(i)
+        deadline = time.monotonic() + grace
+        for p in self.procs:
+            if p.pid is not None:
+                p.join(max(0.0, deadline - time.monotonic()))
+        for p in self.procs:
+            if p.is_alive():
+                p.kill()
+                p.join(2)

@@ -78,7 +78,7 @@ class NemesisContext:
 
     spec: Any
     cluster: Any
-    workers: Any = None  # runner.Workers: pids and in-process clocks of client processes
+    workers: Any = None  # worker.Workers: pids and in-process clocks of client processes
     extra: dict = field(default_factory=dict)
 
     def lock_node_names(self) -> list[str]:

@@ -1,0 +1,41 @@
+"""Assembling a run's cluster: the lock service the backend declares, plus the store.
+
+The backend's `servers = (kind, count)` names the lock service; one more valkey server,
+`store`, holds the protected counter and is never faulted. The provider (`--cluster`)
+decides how they run: local processes (namespaces when possible) or Docker Compose.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness import plugins
+from harness.cluster.base import Cluster
+from harness.cluster.kinds import faketime_moves, node_names, server_kind
+from harness.cluster.local import Group, LocalCluster
+from harness.cluster.valkey import ValkeyKind
+from harness.spec import TestSpec
+from nemesis.base import Compose
+
+
+def make_cluster(spec: TestSpec, run_id: str, log_dir: Path, nemeses: list) -> Cluster:
+    """The lock service the backend declares, plus one never-faulted store server."""
+    if spec.cluster == "compose":
+        from harness.cluster.compose import make_compose_cluster
+
+        return make_compose_cluster(spec, run_id, log_dir, nemeses)
+    kind_name, count = plugins.backend_class(spec.backend).servers
+    fake = Compose(nemeses).moves_server_clocks(spec) and faketime_moves(kind_name, spec.options)
+    lock = Group(kind=server_kind(kind_name, spec.options), names=node_names(kind_name, count),
+                 role="lock", fake_clock=fake)
+    res = Group(kind=ValkeyKind(), names=("store",), role="store")
+    return LocalCluster(run_id, [lock, res], clients=spec.concurrency, netns=spec.netns, log_dir=log_dir,
+                        base_port=spec.base_port)
+
+
+def preflight(spec: TestSpec) -> None:
+    """What the run's servers need installed, checked before its run dir exists: a missing
+    binary is one sentence, and leaves no empty run dir behind."""
+    if spec.cluster == "local":
+        server_kind(plugins.backend_class(spec.backend).servers[0], spec.options).check_installed()
+        ValkeyKind().check_installed()  # the store
