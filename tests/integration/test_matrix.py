@@ -20,7 +20,8 @@ import pytest
 
 from harness import plugins
 from harness.errors import BadArgument
-from harness.matrix import Expectations, judge_cell
+from harness.matrix.expectations import Expectations
+from harness.matrix.judge import judge_cell
 from tests.conftest import ROOT, chaos
 
 BACKENDS = ["redis", "etcd"] if {"redis", "etcd"} <= set(plugins.backend_names()) else ["redlock"]

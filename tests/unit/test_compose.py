@@ -15,6 +15,7 @@ import pytest
 yaml = pytest.importorskip("yaml", reason="PyYAML is needed to parse compose/docker-compose.yml (pip install pyyaml)")
 
 from harness.cluster import compose as C  # noqa: E402
+from harness.cluster import compose_file as F  # noqa: E402
 from harness.cluster.base import ClockControl, Cluster, NetworkControl, ProcessControl  # noqa: E402
 from harness.cluster.grudge import halves  # noqa: E402
 from harness.errors import BadArgument, MissingDependency  # noqa: E402
@@ -33,8 +34,8 @@ def doc():
 
 
 def test_file_is_what_the_provider_generates():
-    assert (COMPOSE / "docker-compose.yml").read_text() == C.render(), \
-        "compose/docker-compose.yml is stale: python -m harness.cluster.compose > compose/docker-compose.yml"
+    assert (COMPOSE / "docker-compose.yml").read_text() == F.render(), \
+        "compose/docker-compose.yml is stale: python -m harness.cluster.compose_file > compose/docker-compose.yml"
 
 
 def test_names_every_service_the_provider_expects(doc):
@@ -48,7 +49,7 @@ def test_names_every_service_the_provider_expects(doc):
     assert images["z1"].startswith("zookeeper:3.8.") and images["e1"].startswith("quay.io/coreos/etcd:v3.5.")
     for name, svc in services.items():
         if name != "harness" and name != "toxiproxy":
-            assert svc["container_name"] == C.TOPOLOGY[name].container
+            assert svc["container_name"] == F.TOPOLOGY[name].container
 
 
 def test_every_service_has_a_healthcheck(doc):
@@ -115,10 +116,10 @@ def test_peer_traffic_goes_through_one_proxy_per_directed_pair(doc):
     toxi = {cfg["ipv4_address"] for cfg in doc["services"]["toxiproxy"]["networks"].values()}
     for p in proxies:
         src, dst = re.match(r"([ez]\d)>([ez]\d)", p["name"]).groups()
-        assert p["listen"].split(":")[0] == C.TOPOLOGY[src].toxiproxy_peer_ip in toxi
-        assert p["upstream"].split(":")[0] == C.TOPOLOGY[dst].ip
+        assert p["listen"].split(":")[0] == F.TOPOLOGY[src].toxiproxy_peer_ip in toxi
+        assert p["upstream"].split(":")[0] == F.TOPOLOGY[dst].ip
         # src resolves dst's peer name to toxiproxy on src's own peer network
-        assert f"{dst}.peer:{C.TOPOLOGY[src].toxiproxy_peer_ip}" in doc["services"][src]["extra_hosts"]
+        assert f"{dst}.peer:{F.TOPOLOGY[src].toxiproxy_peer_ip}" in doc["services"][src]["extra_hosts"]
 
 
 def cluster(kind, count, **kw):
@@ -131,7 +132,7 @@ def test_implements_the_cluster_protocols():
         assert isinstance(c, proto), proto.__name__
     assert [n.name for n in c.nodes] == ["n1", "n2", "n3", "n4", "n5", "store"]
     assert c.node("store").role == "store" and c.node("store").clock_file is None
-    assert all(n.clock_file == C.CLOCK_FILE for n in c.nodes if n.role == "lock")
+    assert all(n.clock_file == F.CLOCK_FILE for n in c.nodes if n.role == "lock")
 
 
 def test_plan_pause_kill_clock():
@@ -171,8 +172,8 @@ def test_plan_partition_client_cuts_that_clients_proxies():
     assert [re.search(r"proxy (\S+)$", line).group(1) for line in plan] == ["c2>n1", "c2>n2", "c2>n3"]
     # ...which are the very proxies worker 2 (index 1) connects through
     mine = {f"{n.host}:{n.port}" for n in c.client_nodes(1)}
-    assert {C.client_proxy(2, C.TOPOLOGY[f"n{i}"], i - 1)["listen"] for i in (1, 2, 3)} <= mine
-    assert all(n.host == C.TOXIPROXY_IP for n in c.client_nodes(0))
+    assert {F.client_proxy(2, F.TOPOLOGY[f"n{i}"], i - 1)["listen"] for i in (1, 2, 3)} <= mine
+    assert all(n.host == F.TOXIPROXY_IP for n in c.client_nodes(0))
 
 
 def test_plan_heal():

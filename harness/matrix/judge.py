@@ -1,0 +1,63 @@
+"""Judging matrix cells: the runs of one (backend, nemesis, fencing) against its expectation.
+
+A cell's observed verdict is, first match wins:
+  crash        a run crashed, hung or was interrupted (exit 255/130, a timeout, no summary)
+  unsupported  a run was refused as asked (exit 254: a nemesis this backend's servers
+               cannot take here, a missing server binary); the reason is kept
+  unsafe       a run was invalid (a violation was proven)
+  unknown      a run could not be decided
+  safe         every run was valid
+A cell matches its expectation when:
+  safe         observed safe (every run valid)
+  unsafe       observed unsafe and no run unknown (a fault that exposes a flaw need not do
+               so in every seed; one proven violation is enough)
+  either       observed safe, unsafe or unknown (not a crash, not a refusal)
+  unsupported  observed unsupported in every run (the harness refuses this cell on purpose
+               here; if it starts running, the cell is flagged so its verdict gets looked at)
+Pure: rows in (one per run, with its `valid` string), judged cells out; rendering reads them.
+"""
+
+from __future__ import annotations
+
+from harness.matrix.expectations import Expectations
+
+
+def run_matches(valid: str, expected: str) -> bool:
+    """Whether one run by itself shows the expected verdict."""
+    if valid in ("crash", "unsupported"):
+        return valid == expected
+    return {"safe": valid == "true", "unsafe": valid == "false", "either": True}.get(expected, False)
+
+
+def judge_cell(valids: list[str], expected: str) -> tuple[str, bool]:
+    """(observed verdict, matched) of a cell from its runs' `valid` strings (module docstring)."""
+    for verdict, v in (("crash", "crash"), ("unsupported", "unsupported"), ("unsafe", "false"), ("unknown", "unknown")):
+        if v in valids or not valids:
+            observed = verdict if valids else "crash"
+            break
+    else:
+        observed = "safe"
+    if observed == "crash":
+        return observed, False
+    if expected == "unsupported" or observed == "unsupported":
+        return observed, expected == observed and set(valids) == {"unsupported"}
+    if expected == "either":
+        return observed, True
+    return observed, observed == expected and "unknown" not in valids
+
+
+def rejudge(rows: list[dict], exp: Expectations) -> list[dict]:
+    """Fill expected/matched/cell_* of every row from `exp`; return the cells, in row order."""
+    cells: dict[tuple, dict] = {}
+    for r in rows:
+        fenced = r["fencing"] == "on"
+        key = (r["backend"], r["nemesis"], fenced)
+        c = cells.setdefault(key, {"backend": key[0], "nemesis": key[1], "fencing": fenced,
+                                   "expected": exp.expect(key[0], key[1], fenced), "runs": []})
+        c["runs"].append(r)
+    for c in cells.values():
+        c["observed"], c["matched"] = judge_cell([r["valid"] for r in c["runs"]], c["expected"])
+        for r in c["runs"]:
+            r.update(expected=c["expected"], matched=run_matches(r["valid"], c["expected"]),
+                     cell_observed=c["observed"], cell_matched=c["matched"])
+    return list(cells.values())

@@ -1,0 +1,35 @@
+"""matrix.csv: one row per run, written after every run (atomically) and read by --recheck."""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+from harness.errors import BadArgument
+
+CSV_FIELDS = ("backend", "nemesis", "fencing", "seed", "valid", "violations", "stale_writes_accepted",
+              "stale_writes_rejected", "lost_updates", "acquires_ok", "p50_acquire_ms", "p99_acquire_ms", "run_dir",
+              "expected", "matched", "cell_observed", "cell_matched", "wall_s", "error")
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    tmp = path.with_suffix(".csv.tmp")
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("true" if v is True else "false" if v is False else v) for k, v in r.items()})
+    os.replace(tmp, path)
+
+
+def read_csv(path: Path) -> list[dict]:
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        raise BadArgument(f"cannot read {path}: {e.strerror}; pass a matrix dir written by `chaos matrix`") from None
+    missing = {"backend", "nemesis", "fencing", "seed", "valid"} - set(rows[0] if rows else CSV_FIELDS)
+    if missing:
+        raise BadArgument(f"{path} lacks column(s) {', '.join(sorted(missing))}; it was not written by `chaos matrix`")
+    return rows
