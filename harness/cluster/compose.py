@@ -31,13 +31,13 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from harness.cluster.base import Node, node_named
+from harness.cluster.base import ClientPlace, Node, node_named
+from harness.cluster.kinds import faketime_moves
 from harness.cluster.compose_file import (
     CLOCK_FILE,
     COMPOSE_FILE,
     FAKETIME_LIB,
     GROUPS,
-    HARNESS_IP,
     PORTS,
     PROJECT,
     TOPOLOGY,
@@ -48,25 +48,19 @@ from harness.cluster.compose_file import (
     group,
 )
 from harness.errors import BadArgument, ClusterError, MissingDependency, NemesisError
+from nemesis.base import Compose
 
 NO_ENGINE = "no Docker engine is reachable (docker info failed); the local provider (the default) needs none"
 
 Action = tuple[str, Callable[[], Any]]
 
 
-class _Hosts:
-    """Stands in for netns.Network where nemeses ask for a client's namespace: there is none."""
-
-    @staticmethod
-    def host(name: str) -> Any:
-        return type("Host", (), {"netns": None, "addr": HARNESS_IP})()
-
-
 class ComposeCluster:
     """Implements Cluster, ProcessControl, ClockControl and NetworkControl on containers.
 
     `nodes` carry the servers' own addresses (for probes, clock read-back and the store);
-    `client_nodes(i)` carry worker i's proxied addresses, which its lock client must use.
+    `client(i).nodes` carry worker i's proxied addresses, which its lock client must use.
+    Workers run on the Docker host, in no namespace of their own.
     """
 
     def __init__(self, run_id: str, kind: str, count: int, *, clients: int, log_dir: str | os.PathLike | None = None,
@@ -79,8 +73,6 @@ class ComposeCluster:
         self.compose_file = Path(compose_file or os.environ.get("CHAOSLOCK_COMPOSE_FILE") or COMPOSE_FILE)
         self.log_dir = Path(log_dir) if log_dir else None
         self.fallback_reason: str | None = None
-        self.network = _Hosts()
-        self.client_netns: list[str | None] = [None] * clients
         self._docker = None
         self._kinds: dict[str, Any] = {}
         self._nodes = {s.name: self._node(s, s.ip, PORTS[s.kind], "lock") for s in self.servers}
@@ -98,6 +90,11 @@ class ComposeCluster:
 
     def node(self, name: str) -> Node:
         return node_named(self._nodes, name)
+
+    def client(self, index: int) -> ClientPlace:
+        """Worker `index` (0-based) runs on the host and reaches the lock nodes through its
+        own proxies."""
+        return ClientPlace(netns=None, nodes=tuple(self.client_nodes(index)))
 
     def client_nodes(self, index: int) -> list[Node]:
         """The lock nodes as worker `index` (0-based) must reach them: through its proxies."""
@@ -335,10 +332,10 @@ class ComposeCluster:
                               "needs the local provider")
         self._do(self._restart_actions(name))  # valkey runs without persistence: it comes back empty anyway
 
-    def clock_method(self, name: str) -> str | None:
-        """As LocalCluster.clock_method: "faketime" for valkey nodes run with a clock nemesis, else
-        None (no vDSO patch here: ptrace into containers is not attempted)."""
-        return "faketime" if self.node(name).clock_file else None
+    def movable_clocks(self) -> list[str]:
+        """The valkey nodes run under libfaketime (with a clock nemesis); no vDSO patch here:
+        ptrace into containers is not attempted."""
+        return [n.name for n in self.nodes if n.clock_file]
 
     def set_clock(self, name: str, offset_s: float, rate: float = 1.0) -> None:
         self._do(self._clock_actions(name, offset_s, rate))
@@ -355,11 +352,20 @@ class ComposeCluster:
     def heal(self) -> None:
         self._do(self._heal_actions())
 
+    def reaches(self, src: str, dst: str) -> bool:
+        """Read back from toxiproxy: traffic from src to dst flows unless every proxy that
+        carries it holds our cut. Hosts with no proxy between them (valkey servers) have
+        no link in this topology, so nothing reaches."""
+        links = [name for name in self._links(src, dst) if name.startswith(f"{src}>")]
+        t = self._toxiproxy()
+        return any(p is None or not {"cut-upstream", "cut-downstream"} <= set(p.toxics())
+                   for p in (t.get_proxy(name) for name in links))
+
 
 def make_compose_cluster(spec: Any, run_id: str, log_dir: Path, nemeses: Sequence[Any] = ()) -> ComposeCluster:
     """The compose counterpart of cluster.assemble.make_cluster: the backend's lock servers plus the store."""
     from harness import plugins
 
     kind, count = plugins.backend_class(spec.backend).servers
-    fake = any(getattr(n, "needs_fake_clock", False) for n in nemeses)
+    fake = Compose(list(nemeses)).moves_server_clocks(spec) and faketime_moves(kind, spec.options)
     return ComposeCluster(run_id, kind, count, clients=spec.concurrency, log_dir=log_dir, fake_clock=fake)
