@@ -83,6 +83,11 @@ class Option:
         return (" " if bare else ", ") + " and ".join(parts)
 
 
+def values(options: Mapping[str, Any] | None, opts: Iterable[Option]) -> dict[str, Any]:
+    """name -> typed value (or default) of each declared option: how a reader gets them all."""
+    return {o.name: read(options or {}, o) for o in opts}
+
+
 def read(options: Mapping[str, Any], opt: Option) -> Any:
     """The typed value of `opt` in `options` (raw or already resolved), or its default."""
     return opt.parse(options[opt.name]) if opt.name in options else opt.default
@@ -143,5 +148,7 @@ def resolve(backend: Any, nemeses: Iterable[Any], options: Mapping[str, Any]) ->
             continue
         near = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
         hint = f"did you mean {' or '.join(near)}? " if near else ""
-        raise BadArgument(f"unknown option {name!r}; {hint}`chaos list --options` shows every option")
+        who = f"backend {getattr(backend, 'name', backend)}" + "".join(
+            f" / nemesis {getattr(n, 'name', n)}" for n in nemeses)
+        raise BadArgument(f"unknown option {name!r} for {who}; {hint}known: {', '.join(sorted(mine))}")
     return typed, notes

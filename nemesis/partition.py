@@ -82,9 +82,7 @@ class Partition(_Net):
     def setup(self, ctx: NemesisContext) -> None:
         self._setup_net(ctx)
         self.names = ctx.lock_node_names()
-        shape = ctx.spec.options.get("partition_shape")
-        if shape is not None and shape not in SHAPES:
-            raise BadArgument(f"unknown partition_shape {shape!r}; choose one of: {', '.join(SHAPES)}")
+        shape = read(ctx.spec.options, self.OPTIONS[0])
         self.shapes = (shape,) if shape else SHAPES
 
     def next_fault(self, rng: random.Random) -> Fault:
@@ -118,7 +116,7 @@ class PartitionClient(_Net):
     def setup(self, ctx: NemesisContext) -> None:
         self._setup_net(ctx)
         self.names = ctx.lock_node_names()
-        self.k = int(ctx.spec.options.get("cut_servers", len(self.names) // 2 + 1))
+        self.k = read(ctx.spec.options, self.OPTIONS[0]) or len(self.names) // 2 + 1
         if not 1 <= self.k <= len(self.names):
             raise BadArgument(f"cut_servers must be between 1 and {len(self.names)}, not {self.k}")
         self.holder: int | None = None

@@ -21,7 +21,7 @@ from harness.cluster.base import Node
 from harness.errors import LockLost, NotAcquired
 from harness.options import Option
 
-__all__ = ["Clock", "Lease", "LockClient", "LockLost", "NotAcquired", "ReadsWallClock", "StillHeld", "option",
+__all__ = ["Clock", "Lease", "LockClient", "LockLost", "NotAcquired", "ReadsWallClock", "StillHeld",
            "unique_value"]
 
 
@@ -119,26 +119,3 @@ def unique_value() -> str:
     """A value no other acquisition will ever use (the articles: never a constant)."""
     return uuid.uuid4().hex
 
-
-def boolean(v: Any) -> bool:
-    """An option that is a flag: true/false, 1/0, yes/no, on/off (or a real bool)."""
-    if isinstance(v, bool):
-        return v
-    s = str(v).strip().lower()
-    if s in ("1", "true", "yes", "on"):
-        return True
-    if s in ("0", "false", "no", "off", ""):
-        return False
-    raise ValueError(v)
-
-
-def option(options: Mapping[str, Any], name: str, default: Any, cast=float) -> Any:
-    """Read one backend option, cast it, and name it in the error if it does not parse."""
-    from harness.errors import BadArgument
-
-    if name not in options:
-        return default
-    try:
-        return cast(options[name])
-    except (TypeError, ValueError):
-        raise BadArgument(f"backend option {name}={options[name]!r} is not a valid {cast.__name__}") from None

@@ -60,8 +60,8 @@ from typing import Any, Mapping, Sequence
 
 from harness.cluster.base import Node
 from harness.errors import LockLost, NotAcquired
-from harness.options import Option
-from workloads.base import DRIFT_FACTOR, Clock, Lease, boolean, option, unique_value
+from harness.options import Option, values
+from workloads.base import DRIFT_FACTOR, Clock, Lease, unique_value
 from workloads.renewal import Renewals
 
 
@@ -124,13 +124,13 @@ class EtcdClient:
                help="how often a waiter re-reads the key besides its watch, ms"))
 
     def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
-        o = options or {}
-        self.op_timeout = option(o, "op_timeout_ms", 1000.0) / 1000
-        self.endpoint_retry_s = option(o, "endpoint_retry_s", 1.0)
-        self.drift_factor = option(o, "drift_factor", 0.01)
-        self.keepalive = option(o, "keepalive", True, boolean)
-        self.keepalive_interval_ms = option(o, "keepalive_interval_ms", None, float)
-        self.watch_recheck = option(o, "watch_recheck_ms", 1000.0) / 1000
+        v = values(options, self.OPTIONS)
+        self.op_timeout = v["op_timeout_ms"] / 1000
+        self.endpoint_retry_s = v["endpoint_retry_s"]
+        self.drift_factor = v["drift_factor"]
+        self.keepalive = v["keepalive"]
+        self.keepalive_interval_ms = v["keepalive_interval_ms"]
+        self.watch_recheck = v["watch_recheck_ms"] / 1000
         self.clock = clock or Clock()
         self.client: Any = None
         self.renewals = Renewals(what="keepalives", gone="keepalive answered TTL 0: the lease expired",
@@ -270,10 +270,10 @@ class EtcdRecipeClient:
     OPTIONS = ETCD_OPTIONS
 
     def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
-        o = options or {}
-        self.op_timeout = option(o, "op_timeout_ms", 1000.0) / 1000
-        self.endpoint_retry_s = option(o, "endpoint_retry_s", 1.0)
-        self.drift_factor = option(o, "drift_factor", 0.01)
+        v = values(options, self.OPTIONS)
+        self.op_timeout = v["op_timeout_ms"] / 1000
+        self.endpoint_retry_s = v["endpoint_retry_s"]
+        self.drift_factor = v["drift_factor"]
         self.clock = clock or Clock()
         self.client: Any = None
         self.locks: dict[str, Any] = {}

@@ -52,8 +52,8 @@ import redis
 
 from harness.cluster.base import Node
 from harness.errors import LockLost, NotAcquired
-from harness.options import Option
-from workloads.base import Clock, Lease, boolean, node_timeout, option
+from harness.options import Option, values
+from workloads.base import Clock, Lease, node_timeout
 
 
 class _SetTimed(redis.Redis):
@@ -86,9 +86,9 @@ class PotteryClient:
                       help="pottery's own flag: raise when a master errs instead of counting it as a no"))
 
     def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
-        o = options or {}
-        self.node_timeout = option(o, "node_timeout_ms", 50.0) / 1000
-        self.raise_on_redis_errors = option(o, "raise_on_redis_errors", False, boolean)
+        v = values(options, self.OPTIONS)
+        self.node_timeout = v["node_timeout_ms"] / 1000
+        self.raise_on_redis_errors = v["raise_on_redis_errors"]
         self.clock = clock or Clock()
         self.masters: list[_SetTimed] = []
         self.held: dict[str, Any] = {}
@@ -157,9 +157,9 @@ class PythonRedisLockClient:
                Option(name="auto_renewal", type=bool, default=False, help="the library's own renewal thread"))
 
     def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
-        o = options or {}
-        self.node_timeout = option(o, "node_timeout_ms", 100.0) / 1000
-        self.auto_renewal = option(o, "auto_renewal", False, boolean)
+        v = values(options, self.OPTIONS)
+        self.node_timeout = v["node_timeout_ms"] / 1000
+        self.auto_renewal = v["auto_renewal"]
         self.clock = clock or Clock()
         self.node: Node | None = None
         self.conns: dict[int, _SetTimed] = {}  # by BLPOP wait in seconds

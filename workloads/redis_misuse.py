@@ -39,8 +39,8 @@ import redis
 
 from harness.cluster.base import Node
 from harness.errors import LockLost, NotAcquired
-from harness.options import Option
-from workloads.base import Clock, Lease, node_timeout, option, retry_delay, unique_value
+from harness.options import Option, values
+from workloads.base import Clock, Lease, node_timeout, retry_delay, unique_value
 from workloads.redis_common import RELEASE, connect
 from workloads.redis_single import never_sent
 
@@ -61,8 +61,9 @@ class _Polling(abc.ABC):
 
     def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
         options = options or {}
-        self.node_timeout = option(options, "node_timeout_ms", 100.0) / 1000
-        self.retry_delay = option(options, "retry_delay_ms", 50.0) / 1000
+        v = values(options, self.OPTIONS)
+        self.node_timeout = v["node_timeout_ms"] / 1000
+        self.retry_delay = v["retry_delay_ms"] / 1000
         self.clock = clock or Clock()
         self.rng = random.Random()
         self.conn: redis.Redis | None = None
@@ -129,11 +130,7 @@ class SetnxExpireClient(_Polling):
 
     def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
         super().__init__(options, clock)
-        self.crash_between = option(options or {}, "crash_between", 0.0)
-        if not 0.0 <= self.crash_between <= 1.0:
-            from harness.errors import BadArgument
-
-            raise BadArgument(f"backend option crash_between={self.crash_between} must be a probability in [0, 1]")
+        self.crash_between = values(options, self.OPTIONS)["crash_between"]
 
     def _try(self, key: str, ttl_ms: int) -> Lease | None:
         value = unique_value()

@@ -53,8 +53,8 @@ import redis
 
 from harness.cluster.base import Node
 from harness.errors import LockLost, NotAcquired
-from harness.options import Option
-from workloads.base import DRIFT_FACTOR, Clock, Lease, boolean, node_timeout, option, retry_delay, unique_value
+from harness.options import Option, values
+from workloads.base import DRIFT_FACTOR, Clock, Lease, node_timeout, retry_delay, unique_value
 from workloads.redis_common import RELEASE, RENEW, connect
 from workloads.renewal import Renewals
 
@@ -91,11 +91,12 @@ class RedisSingleClient:
 
     def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
         options = options or {}
-        self.node_timeout = option(options, "node_timeout_ms", 100.0) / 1000
-        self.retry_delay = option(options, "retry_delay_ms", 50.0) / 1000
-        self.drift_factor = option(options, "drift_factor", 0.01)
-        self.watchdog = option(options, "watchdog", False, boolean)
-        self.watchdog_interval_ms = option(options, "watchdog_interval_ms", None, float)
+        v = values(options, self.OPTIONS)
+        self.node_timeout = v["node_timeout_ms"] / 1000
+        self.retry_delay = v["retry_delay_ms"] / 1000
+        self.drift_factor = v["drift_factor"]
+        self.watchdog = v["watchdog"]
+        self.watchdog_interval_ms = v["watchdog_interval_ms"]
         self.clock = clock or Clock()
         self.rng = random.Random()
         self.conn: redis.Redis | None = None

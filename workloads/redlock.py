@@ -20,8 +20,8 @@ import redis
 
 from harness.cluster.base import Node
 from harness.errors import NotAcquired
-from harness.options import Option
-from workloads.base import DRIFT_FACTOR, Clock, Lease, node_timeout, option, retry_delay, unique_value
+from harness.options import Option, values
+from workloads.base import DRIFT_FACTOR, Clock, Lease, node_timeout, retry_delay, unique_value
 from workloads.redis_common import RELEASE, RENEW, connect
 
 
@@ -40,11 +40,12 @@ class RedlockClient:
 
     def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
         options = options or {}
-        self.node_timeout = option(options, "node_timeout_ms", 50.0) / 1000
-        self.drift_factor = option(options, "drift_factor", 0.01)
-        self.retry_delay = option(options, "retry_delay_ms", 50.0) / 1000
+        v = values(options, self.OPTIONS)
+        self.node_timeout = v["node_timeout_ms"] / 1000
+        self.drift_factor = v["drift_factor"]
+        self.retry_delay = v["retry_delay_ms"] / 1000
         self.clock = clock or Clock()
-        self.wall = options.get("validity_clock", "monotonic") == "wall"
+        self.wall = v["validity_clock"] == "wall"
         self.clock_reads = ("validity (elapsed time of an acquire)",) if self.wall else ()
         self.rng = random.Random()
         self.conns: list[redis.Redis] = []

@@ -62,10 +62,10 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from harness.cluster.base import Node
-from harness.errors import BadArgument, NotAcquired
+from harness.errors import NotAcquired
 from harness.cluster.zookeeper import TICK_MS
-from harness.options import Option
-from workloads.base import Clock, Lease, option, unique_value
+from harness.options import Option, values
+from workloads.base import Clock, Lease, unique_value
 
 ROOT = "/chaoslock"
 _SEQ = re.compile(r"^lock-([0-9a-f]{32})-(\d{10})$")
@@ -94,14 +94,11 @@ class _Session:
         self.waiters: set[threading.Event] = set()
         self.connected = threading.Event()
         self.zk: Any = None
-        self.session_ms = option(opts, "session_timeout_ms", 3000.0)
-        lo, hi = 2 * TICK_MS, 60 * TICK_MS
-        if not lo <= self.session_ms <= hi:
-            raise BadArgument(f"backend option session_timeout_ms={self.session_ms:g} must lie in [{lo}, {hi}] "
-                              f"(2..60 x the ensemble's tickTime of {TICK_MS} ms)")
-        self.op_timeout = option(opts, "op_timeout_ms", 2000.0) / 1000
-        self.connect_timeout = option(opts, "connect_timeout_s", 15.0)
-        self.reconnect_delay = option(opts, "reconnect_delay_ms", 100.0) / 1000
+        v = values(opts, ZK_OPTIONS)
+        self.session_ms = v["session_timeout_ms"]  # its declared range is 2..60 x tickTime
+        self.op_timeout = v["op_timeout_ms"] / 1000
+        self.connect_timeout = v["connect_timeout_s"]
+        self.reconnect_delay = v["reconnect_delay_ms"] / 1000
 
     def open(self, nodes: Sequence[Node]) -> None:
         from kazoo.client import KazooClient
