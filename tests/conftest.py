@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
@@ -63,12 +65,34 @@ def chaos(*args: str, timeout: float = 300, cwd: Path | None = None) -> subproce
                           timeout=timeout, cwd=cwd or ROOT, env=env)
 
 
+def eventually(fn: Callable[[], Any], timeout: float = 20.0, step: float = 0.1, *,
+               until: Callable[[Any], bool] | None = bool) -> Any:
+    """Poll for a state instead of sleeping and assuming it: call fn every `step` seconds
+    until it returns a value `until` accepts (by default a truthy one; None accepts any
+    value, for an action that must just stop raising), and return that value. At the
+    deadline, re-raise fn's last exception, or fail naming fn and its last result."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            value = fn()
+            if until is None or until(value):
+                return value
+            err = None
+        except Exception as e:  # noqa: BLE001 - retried, re-raised at the deadline
+            err = e
+        if time.monotonic() > deadline:
+            if err is not None:
+                raise err
+            raise AssertionError(f"{getattr(fn, '__qualname__', fn)} did not reach the state within "
+                                 f"{timeout:g} s; last result {value!r}")
+        time.sleep(step)
+
+
 def need_root_netns() -> str | None:
-    try:
-        from harness.cluster.netns import netns_available
-    except ImportError:
-        return "harness.cluster.netns is missing"
+    """Why namespaces cannot be used here (not root, no `ip`), or None when they can."""
+    from harness.cluster.netns import netns_available
+
     return netns_available()
 
 
-__all__ = ["chaos", "need_root_netns", "ROOT"]
+__all__ = ["chaos", "eventually", "need_root_netns", "ROOT"]
