@@ -3,8 +3,8 @@
 import random
 
 from harness.generator import Context, FaultSchedule, Pending, plan
-from nemesis.base import Planned
-from nemesis.base import Compose, Fault, Noop
+from harness.history import NEMESIS, Op
+from nemesis.base import Compose, Fault, Noop, Planned, complete
 
 
 class FakeTargets:
@@ -47,8 +47,39 @@ def test_schedule_hands_out_due_ops_and_says_when_to_come_back():
     assert taken == len(s.ops) and s.op(Context(time=1e9)) is None
 
 
+class Recording:
+    """A nemesis with its own fs (start-NAME, stop-NAME) that remembers every op it is handed."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.fs = frozenset({f"start-{name}", f"stop-{name}"})
+        self.got: list[str] = []
+
+    def next_fault(self, rng: random.Random) -> Fault:
+        return Fault(start=(f"start-{self.name}", [self.name]), stop=(f"stop-{self.name}", None))
+
+    def heal_ops(self):
+        return [(f"stop-{self.name}", None)]
+
+    def invoke(self, op: Op) -> Op:
+        self.got.append(op.f)
+        return complete(op, "ok")
+
+
 def test_noop_plans_nothing_and_compose_routes_by_f():
     assert plan(Noop(), 1, 30, 3) == []
-    c = Compose([Noop(), FakeTargets()])
-    assert c.fs == {"start-t", "stop-t"}
-    assert plan(c, 5, 30, 3) == plan(c, 5, 30, 3)
+    a, b = Recording("a"), Recording("b")
+    c = Compose([Noop(), a, b])
+    assert c.fs == {"start-a", "stop-a", "start-b", "stop-b"}
+    ops = plan(c, 5, 60, 3)
+    starts = [p.f for p in ops if p.phase == "fault"]
+    assert {"start-a", "start-b"} <= set(starts), starts  # faults drawn from both members
+    for p in ops:  # every op of the schedule reaches the member that declared its f
+        done = c.invoke(Op(time_ns=0, process=NEMESIS, type="invoke", f=p.f, value=p.value))
+        assert done.type == "ok", (p, done)
+    assert a.got == [p.f for p in ops if p.f.endswith("-a")] and a.got
+    assert b.got == [p.f for p in ops if p.f.endswith("-b")] and b.got
+    # a start is healed by its own member's stop, and the final heal asks both
+    body = [p for p in ops if p.phase != "final"]
+    assert all(s.f.replace("start", "stop") == h.f for s, h in zip(body[::2], body[1::2]))
+    assert [p.f for p in ops if p.phase == "final"] == ["stop-a", "stop-b"]
