@@ -188,8 +188,14 @@ def list_cmd(show_options):
     """List backends and nemeses (built in and from entry points), and their options."""
     from harness import options, plugins
 
-    print("backends: " + ", ".join(plugins.backend_names()))
-    print("nemeses:  " + ", ".join(plugins.nemesis_names()))
+    for title, names, load in (("backends", plugins.backend_names(), plugins.backend_class),
+                               ("nemeses", plugins.nemesis_names(), plugins.nemesis_class)):
+        print(f"{title}:")
+        for n in names:
+            opts = options.declared(load(n))
+            said = ", ".join(o.name for o in opts) if opts else ("none" if opts is not None else "not declared (a plugin)")
+            print(f"  {n:22} -o {said}" if opts else f"  {n:22} options: {said}")
+    print("cluster:  -o " + ", ".join(o.name for o in options.CLUSTER_OPTIONS))
     if show_options:
         owners: dict[str, list[str]] = {}
         for kind, names, load in (("backend", plugins.backend_names(), plugins.backend_class),

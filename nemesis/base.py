@@ -132,6 +132,7 @@ class Noop:
 
     name = "none"
     fs: frozenset[str] = frozenset()
+    OPTIONS: tuple = ()
 
     def setup(self, ctx: NemesisContext) -> None:
         pass

@@ -40,6 +40,7 @@ def choose_targets(rng: random.Random, names: list[str], leader_of=None) -> tupl
 
 class _ServerProcessNemesis:
     start_f = stop_f = ""
+    OPTIONS: tuple[Option, ...] = ()  # targets come from the seeded schedule, not from options
 
     def setup(self, ctx: NemesisContext) -> None:
         if not isinstance(ctx.cluster, ProcessControl):
