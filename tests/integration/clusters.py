@@ -1,5 +1,6 @@
 """Helpers shared by the cluster and nemesis tests: start a real cluster for one test (or
-class) and prove on the way down that nothing of it survived; etcd reads and writes."""
+class, or package) and prove on the way down that nothing of it survived; etcd and
+ZooKeeper reads and writes."""
 
 from __future__ import annotations
 
@@ -17,10 +18,8 @@ from harness.cluster.reaper import processes
 
 
 def netns_ok() -> bool:
-    try:
-        from harness.cluster.netns import netns_available
-    except ImportError:
-        return False
+    from harness.cluster.netns import netns_available
+
     return netns_available() is None
 
 
@@ -31,10 +30,11 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def start_cluster(request, log_dir: Path, group: Group, *, netns: bool, clients: int = 0,
+def start_cluster(request, log_dir: Path | None, group: Group, *, netns: bool, clients: int = 0,
                   before_down: Callable[[], None] | None = None) -> LocalCluster:
     """Up a cluster of one group; its finalizer stops it and asserts no process, state dir or
-    namespace of the run is left. Skips (naming the package) when the server is missing."""
+    namespace of the run is left. Skips (naming the package) when the server is missing.
+    Without a log_dir the node logs live in the state dir and go with it."""
     try:
         group.kind.check_installed()
     except Exception as e:  # MissingDependency: say so instead of failing obscurely
@@ -78,4 +78,35 @@ def etcd_get(node, key: str, timeout: float = 2.0) -> str | None:
         value, _ = c.get(key)
         return None if value is None else value.decode()
     finally:
+        c.close()
+
+
+def zk_client(node, timeout: float = 5.0):
+    from kazoo.client import KazooClient
+
+    c = KazooClient(hosts=node.endpoint, timeout=4.0)
+    c.start(timeout=timeout)
+    return c
+
+
+def zk_write(node, path: str, value: bytes = b"x") -> None:
+    c = zk_client(node)
+    try:
+        if c.exists(path):
+            c.set(path, value)
+        else:
+            c.create(path, value, makepath=True)
+    finally:
+        c.stop()
+        c.close()
+
+
+def zk_read(node, path: str) -> bytes:
+    """Reads are served locally by ZooKeeper; sync() first makes this one up to date."""
+    c = zk_client(node)
+    try:
+        c.sync(path)
+        return c.get(path)[0]
+    finally:
+        c.stop()
         c.close()
