@@ -4,11 +4,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
-from tests.conftest import ROOT, chaos, need_root_netns
+from harness.cluster.reaper import processes
+from tests.conftest import OWNER, ROOT, chaos, eventually, need_root_netns
 
 pytestmark = pytest.mark.integration
 
@@ -23,6 +23,20 @@ def ours() -> dict[str, str]:
             "links": "\n".join(line for line in links.splitlines() if ": clb" in line or ": clv" in line),
             "rules": "\n".join(line for line in rules.splitlines() if "chaoslock" in line),
             "procs": "\n".join(line for line in ps.splitlines() if "chaos-run=" in line or "CHAOSLOCK" in line)}
+
+
+def new(now: dict[str, str], before: dict[str, str]) -> dict[str, set[str]]:
+    """What `ours()` shows now that it did not show before, by kind."""
+    return {k: set(now[k].splitlines()) - set(before[k].splitlines()) for k in now}
+
+
+def nothing_new_since(before: dict[str, str]):
+    """A check for eventually(): passes once `ours()` shows nothing `before` did not."""
+    def check() -> bool:
+        left = {k: sorted(v) for k, v in new(ours(), before).items() if v}
+        assert not left, f"left behind: {left}"
+        return True
+    return check
 
 
 def run_id_from(out: str) -> str:
@@ -40,8 +54,7 @@ def test_up_status_down_leaves_nothing():
     assert f"{rid}: 6/6 nodes alive" in status.stdout
     down = chaos("cluster", "down", rid)
     assert down.returncode == 0 and rid in down.stdout
-    time.sleep(0.5)
-    assert ours() == before
+    eventually(nothing_new_since(before), timeout=10)
 
 
 @pytest.mark.skipif(need_root_netns() is not None, reason=str(need_root_netns()))
@@ -49,16 +62,16 @@ def test_down_all_after_a_sigkilled_cluster_up():
     before = ours()
     p = subprocess.Popen([sys.executable, "-m", "harness", "cluster", "up", "--backend", "etcd"], cwd=ROOT,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.0)  # namespaces and some servers exist, the cluster is not ready yet
+    # Kill it as soon as its namespaces and a first server exist: before the cluster is ready.
+    eventually(lambda: p.poll() is not None or (new(ours(), before)["netns"] and processes(owner=OWNER)),
+               timeout=60, step=0.02)
+    assert p.poll() is None, f"cluster up ended before it could be killed: {p.communicate()[1][-2000:]}"
     p.send_signal(signal.SIGKILL)
     p.wait(10)
-    assert ours() != before, "the killed run should have left something to clean"
+    assert any(new(ours(), before).values()), "the killed run should have left something to clean"
     r = chaos("cluster", "down", "--all")
     assert r.returncode == 0, r.stderr
-    time.sleep(0.5)
-    after = ours()  # --all may also have removed older leftovers: nothing new may remain
-    for what, lines in after.items():
-        assert set(lines.splitlines()) <= set(before[what].splitlines()), f"{what} left: {lines}"
+    eventually(nothing_new_since(before), timeout=10)  # --all may remove older leftovers too
 
 
 def test_not_root_is_refused_with_one_sentence(monkeypatch, capsys, tmp_path):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, eventually
 
 pytestmark = pytest.mark.integration
 
@@ -19,7 +19,8 @@ def test_sigint_mid_run_cleans_up_and_keeps_the_history(tmp_path):
                           "clock-skew,partition", "--time-limit", "60", "--seed", "2", "--store", str(tmp_path),
                           "--json"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          start_new_session=True)
-    time.sleep(9)
+    eventually(lambda: p.poll() is not None or mid_run(tmp_path), timeout=60, step=0.1)
+    assert p.poll() is None, f"the run ended before it was interrupted: {p.communicate()[1][-2000:]}"
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130, err[-2000:]
@@ -31,6 +32,26 @@ def test_sigint_mid_run_cleans_up_and_keeps_the_history(tmp_path):
     assert (run_dir / "results.json").exists() and (run_dir / "report.html").exists()
     # Servers are checked by the no_leftovers fixture; workers carry our owner mark too.
     assert not descendants_with_owner(), "a worker or server of the interrupted run survived"
+
+
+def written_ops(store: Path) -> list[dict]:
+    """The ops the run under `store` has written so far (a torn last line, the one being
+    written, is skipped)."""
+    ops = []
+    for path in store.glob("*/*/history.jsonl"):
+        for line in path.read_text().splitlines():
+            try:
+                ops.append(json.loads(line))
+            except ValueError:
+                continue
+    return ops
+
+
+def mid_run(store: Path) -> bool:
+    """Workers have completed ops and a fault has taken effect."""
+    ops = written_ops(store)
+    return (any(isinstance(o.get("process"), int) and o.get("type") != "invoke" for o in ops)
+            and any(o.get("process") == "nemesis" and o.get("type") == "ok" for o in ops))
 
 
 def descendants_with_owner() -> list[int]:
@@ -55,9 +76,7 @@ def test_sigint_while_the_workers_start_still_tears_down(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", "zookeeper", "--nemesis", "none",
                           "--time-limit", "30", "--seed", "1", "--store", str(tmp_path), "--json"],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while not spawned_workers(p.pid) and time.monotonic() < deadline and p.poll() is None:
-        time.sleep(0.02)
+    eventually(lambda: p.poll() is not None or spawned_workers(p.pid), timeout=60, step=0.02)
     assert spawned_workers(p.pid), "the workers never appeared"
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=90)
