@@ -15,6 +15,7 @@ from pyetcd.exceptions import ConnectionFailedError, ConnectionTimeoutError
 
 from harness.cluster import etcd
 from harness.cluster.local import Group, LocalCluster
+from tests.conftest import eventually
 from tests.integration.clusters import etcd_get, etcd_put, netns_ok, start_cluster
 
 pytestmark = pytest.mark.integration
@@ -26,18 +27,6 @@ CUT_OFF = (ConnectionTimeoutError, ConnectionFailedError, grpc.RpcError)  # what
 
 def make_cluster(request, tmp_path, netns: bool) -> LocalCluster:
     return start_cluster(request, tmp_path / "logs", Group(kind=etcd.EtcdKind(), names=NAMES), netns=netns)
-
-
-def eventually(fn, timeout: float = 15.0, step: float = 0.2):
-    """fn()'s first result that does not raise, retrying until timeout; then re-raise."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return fn()
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(step)
 
 
 put, get = etcd_put, etcd_get
@@ -105,7 +94,7 @@ def test_isolated_leader_cannot_write_until_healed(request, tmp_path):
     with pytest.raises(CUT_OFF):
         put(victim, "cut", "lost", timeout=1.5)
     # The majority elects a new leader and writes; the old leader cannot.
-    eventually(lambda: put(majority[0], "cut", "majority", timeout=1.0))
+    eventually(lambda: put(majority[0], "cut", "majority", timeout=1.0), timeout=15, step=0.2, until=None)
     majority_wrote = time.monotonic() - t0
     assert etcd.leader(nodes) in {n.name for n in majority}
     with pytest.raises(CUT_OFF):
@@ -115,9 +104,9 @@ def test_isolated_leader_cannot_write_until_healed(request, tmp_path):
 
     t1 = time.monotonic()
     cluster.heal()
-    assert eventually(lambda: get(victim, "cut", timeout=1.0)) == "majority"
+    assert eventually(lambda: get(victim, "cut", timeout=1.0), timeout=15, step=0.2, until=None) == "majority"
     caught_up = time.monotonic() - t1
-    eventually(lambda: put(victim, "healed", "yes", timeout=1.0))
+    eventually(lambda: put(victim, "healed", "yes", timeout=1.0), timeout=15, step=0.2, until=None)
     assert get(majority[1], "healed") == "yes"
     print(f"\netcd partition: majority wrote {majority_wrote:.2f}s after the cut, "
           f"old leader read the write {caught_up:.2f}s after heal")

@@ -17,6 +17,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from harness.cluster import zookeeper as zk
 from harness.cluster.local import FAKETIME_LIB, Group, LocalCluster
+from tests.conftest import eventually
 from tests.integration.clusters import netns_ok, start_cluster
 
 pytestmark = pytest.mark.integration
@@ -55,18 +56,6 @@ def read(c: KazooClient, path: str) -> bytes:
     """Reads are served locally by ZooKeeper; sync() first makes this one up to date."""
     c.sync(path)
     return c.get(path)[0]
-
-
-def eventually(fn, timeout: float = 20.0, step: float = 0.2):
-    """fn()'s first result that does not raise, retrying until timeout; then re-raise."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return fn()
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(step)
 
 
 def create_once(c: KazooClient, path: str, value: bytes) -> None:
@@ -153,24 +142,20 @@ def test_isolated_leader_cannot_write_until_healed(request, tmp_path):
     # the connection, so the client sees ConnectionLoss (an "info" op for a lock client).
     with pytest.raises((KazooException, KazooTimeoutError)):
         on_victim.create_async("/cut", b"lost").get(timeout=15)
-    eventually(lambda: zk.mode(victim) == "looking" or _raise())
+    eventually(lambda: zk.mode(victim) == "looking", step=0.2)
     stepped_down = time.monotonic() - t0
     with pytest.raises(KazooTimeoutError):
         KazooClient(hosts=victim.endpoint, timeout=SESSION_S).start(timeout=3)
     # The harness still reaches the cut-off server, so its clock can still be read.
     assert abs(cluster.read_clock_offset(victim.name)) < 0.5
 
-    eventually(lambda: create_once(on_majority, "/cut", b"majority"))
+    eventually(lambda: create_once(on_majority, "/cut", b"majority"), step=0.2, until=None)
     majority_wrote = time.monotonic() - t0
     assert zk.leader(nodes) in {n.name for n in majority}
 
     t1 = time.monotonic()
     cluster.heal()
-    eventually(lambda: zk.mode(victim) == "follower" or _raise())
-    assert eventually(lambda: read(connect(cluster, victim), "/cut")) == b"majority"
+    eventually(lambda: zk.mode(victim) == "follower", step=0.2)
+    assert eventually(lambda: read(connect(cluster, victim), "/cut"), step=0.2, until=None) == b"majority"
     print(f"\nzookeeper partition: old leader stepped down after {stepped_down:.2f}s, majority "
           f"wrote after {majority_wrote:.2f}s, victim served again {time.monotonic() - t1:.2f}s after heal")
-
-
-def _raise():
-    raise AssertionError("not yet")
