@@ -15,6 +15,7 @@ import pytest
 from harness.cluster import etcd
 from harness.cluster.local import Group, LocalCluster
 from harness.cluster.reaper import processes
+from harness.errors import MissingDependency
 
 
 def netns_ok() -> bool:
@@ -37,7 +38,7 @@ def start_cluster(request, log_dir: Path | None, group: Group, *, netns: bool, c
     Without a log_dir the node logs live in the state dir and go with it."""
     try:
         group.kind.check_installed()
-    except Exception as e:  # MissingDependency: say so instead of failing obscurely
+    except MissingDependency as e:  # say which package to install; any other error is a failure
         pytest.skip(str(e))
     run_id = secrets.token_hex(3)
     cluster = LocalCluster(run_id, [group], netns=netns, clients=clients, log_dir=log_dir)
