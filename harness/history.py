@@ -273,7 +273,9 @@ class HistoryWriter:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        self._f = open(self.path, "a", encoding="utf-8", buffering=1)
+        # "x": a history is written once, into a fresh run dir; appending to an old one
+        # would number its ops from 0 again
+        self._f = open(self.path, "x", encoding="utf-8", buffering=1)
         self._next = 0
         self.ops: list[Op] = []
 

@@ -93,6 +93,11 @@ class TestSpec:
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                       or not math.isfinite(value)):
                 raise BadArgument(f"{name} must be a finite number of seconds, not {value!r}")
+        for name, value in (("--fencing", self.fencing), ("--renew", self.renew)):
+            if not isinstance(value, bool):
+                raise BadArgument(f"{name} is a flag (true or false), not {value!r}")
+        if self.netns not in (None, True, False):
+            raise BadArgument(f"--netns is a flag (true, false or unset), not {self.netns!r}")
         for name, value in (("--concurrency", self.concurrency), ("--seed", self.seed), ("--ttl", self.ttl_ms),
                             ("--hold-max", self.hold_max_ms), ("--base-port", self.base_port)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):

@@ -144,7 +144,7 @@ class Noop:
         return []
 
     def invoke(self, op: Op) -> Op:
-        return complete(op, "info", error=f"no nemesis handles {op.f!r}")
+        return complete(op, "fail", error=f"no nemesis handles {op.f!r}")
 
     def teardown(self) -> None:
         pass
@@ -190,7 +190,7 @@ class Compose:
     def invoke(self, op: Op) -> Op:
         m = self.routes.get(op.f)
         if m is None:
-            return complete(op, "info", error=f"no nemesis handles {op.f!r}")
+            return complete(op, "fail", error=f"no nemesis handles {op.f!r}")
         return m.invoke(op)
 
     def teardown(self) -> None:

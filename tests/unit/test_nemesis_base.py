@@ -69,7 +69,7 @@ def test_an_f_nobody_declares_is_refused_and_reaches_no_member():
     a = Member("a")
     for nemesis in (Compose([a]), Compose([]), Noop()):
         done = nemesis.invoke(inv("clock-bump", {"n1": 5.0}))
-        assert (done.type, done.error) == ("info", "no nemesis handles 'clock-bump'")
+        assert (done.type, done.error) == ("fail", "no nemesis handles 'clock-bump'")  # it certainly did not happen
         assert done.f == "clock-bump" and done.value == {"n1": 5.0} and done.process == NEMESIS
     assert a.got == []
 
