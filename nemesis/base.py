@@ -17,6 +17,7 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, Sequence, runtime_checkable
 
+from harness.cluster.base import Cluster
 from harness.errors import BadArgument
 from harness.history import Op, now_ns
 
@@ -72,13 +73,34 @@ class Planned:
     phase: str  # "fault" | "heal" | "final"
 
 
+@runtime_checkable
+class Clients(Protocol):
+    """What a nemesis may do to the client workers (harness.worker.Workers): stop and
+    continue one (index 0..concurrency-1), ask whether it holds the lock, skew its
+    in-process wall clock. `paused` is the set of indexes stopped now."""
+
+    paused: set[int]
+
+    def pause(self, index: int, wait_s: float = 1.0) -> bool:
+        """SIGSTOP it and wait until the kernel says it stopped; False if it did not."""
+
+    def resume(self, index: int) -> None: ...
+
+    def holding_lock(self, index: int) -> bool: ...
+
+    def set_clock(self, index: int, offset_s: float) -> None: ...
+
+    def clock_offset(self, index: int) -> float: ...
+
+
 @dataclass(slots=True, kw_only=True)
 class NemesisContext:
-    """What a nemesis may touch: the spec, the cluster, and the client workers."""
+    """What a nemesis may touch: the spec, the cluster (ask it for capabilities with
+    isinstance), and the client workers."""
 
-    spec: Any
-    cluster: Any
-    workers: Any = None  # worker.Workers: pids and in-process clocks of client processes
+    spec: Any  # TestSpec
+    cluster: Cluster
+    workers: Clients | None = None
     extra: dict = field(default_factory=dict)
 
     def lock_node_names(self) -> list[str]:
