@@ -29,6 +29,7 @@ from pathlib import Path
 import click
 
 from harness.cliargs import Seconds, check_writable_dir, check_writable_file
+from harness import interrupts
 from harness.errors import BadArgument
 from harness.matrix.cells import Job, Runner
 from harness.matrix.expectations import Expectations, default_expectations
@@ -120,10 +121,15 @@ def matrix(backends, nemeses, fencing, seeds, time_limit, concurrency, parallel,
     (mdir / "matrix.json").write_text(json.dumps({"command": " ".join(["chaos"] + sys.argv[1:]), "expectations": exp.path,
                                                   "jobs": len(jobs), "skipped": skipped}, indent=1))
     runner = Runner(time_limit=time_limit, concurrency=concurrency, store=store, log_dir=mdir / "logs")
-    rows: list[dict] = []
     t0 = time.monotonic()
     print(f"chaos matrix: {len(jobs)} runs ({len(bs)} backends x {len(ns)} nemeses x {len(fences)} fencing x {seeds} "
           f"seeds{f', {len(skipped)} skipped' if skipped else ''}), {parallel} at a time, into {mdir}", file=human)
+    with interrupts.first_press_ends():  # later presses cannot cut the cells' teardown short
+        return _run_cells(runner, jobs, parallel, exp, skipped, mdir, human, t0, as_json, junit)
+
+
+def _run_cells(runner, jobs, parallel, exp, skipped, mdir, human, t0, as_json, junit) -> int:
+    rows: list[dict] = []
     interrupted = False
     pool = ThreadPoolExecutor(max_workers=parallel)
     try:
@@ -137,8 +143,9 @@ def matrix(backends, nemeses, fencing, seeds, time_limit, concurrency, parallel,
     except KeyboardInterrupt:
         interrupted = True
         print("chaos matrix: interrupted; stopping the running cells", file=sys.stderr)
-        pool.shutdown(wait=False, cancel_futures=True)
-        runner.interrupt()
+        with interrupts.shielded("stopping the running cells (each heals and tears down its cluster)"):
+            pool.shutdown(wait=False, cancel_futures=True)
+            runner.interrupt()
     pool.shutdown(wait=True)
     wall = round(time.monotonic() - t0, 1)
     cells = rejudge(rows, exp)
