@@ -78,7 +78,10 @@ def cli() -> None:
 
 
 @cli.command()
-@click.option("--backend", "-b", default="redlock", show_default=True, help="lock design under test (chaos list)")
+@click.option("--backend", "-b", default=None, help="lock design under test (chaos list; default redlock)")
+@click.option("--client", "client_cmd", default=None, metavar="CMD",
+              help="test your own lock client: a command speaking the client protocol (docs/client-protocol.md)")
+@click.option("--servers", default=None, metavar="KIND:N", help="with --client: the lock service, e.g. etcd:3")
 @click.option("--nemesis", "-n", default="none", show_default=True, help="comma-separated faults, or none")
 @click.option("--time-limit", type=float, default=30.0, show_default=True, help="seconds of workload")
 @click.option("--recovery", type=float, default=None, help="fault-free seconds at the end (default 3, at most a quarter of --time-limit)")
@@ -100,7 +103,7 @@ def cli() -> None:
 @click.option("--store", default="store", show_default=True, help="where runs are stored")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON summary line on stdout")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None, help="also write a JUnit XML file")
-def run(backend, nemesis, time_limit, recovery, concurrency, seed, ttl_ms, acquire_timeout, hold_max_ms, fencing,
+def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency, seed, ttl_ms, acquire_timeout, hold_max_ms, fencing,
         watchdog, renew, nemesis_interval, clock_jump_s, options, netns, cluster, base_port, store, as_json, junit):
     """Run one chaos test and print its verdict."""
     from harness.runner import run as run_spec
@@ -108,6 +111,15 @@ def run(backend, nemesis, time_limit, recovery, concurrency, seed, ttl_ms, acqui
 
     names = tuple(n.strip() for n in nemesis.split(",") if n.strip() and n.strip() != "none")
     options = parse_options(options)
+    if client_cmd is not None:
+        if backend not in (None, "external"):
+            raise BadArgument(f"--client runs your own client; drop --backend {backend} (or drop --client)")
+        if not servers:
+            raise BadArgument("--client needs --servers KIND:N, the lock service it talks to (e.g. etcd:3)")
+        backend, options["command"], options["servers"] = "external", client_cmd, servers
+    elif servers is not None:
+        raise BadArgument("--servers goes with --client; a built-in backend declares its own servers")
+    backend = backend or "redlock"
     if watchdog:
         if options.get("watchdog", "true").strip().lower() not in ("1", "true", "yes", "on"):
             raise BadArgument(f"--watchdog contradicts -o watchdog={options['watchdog']}; give one of them")

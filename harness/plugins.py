@@ -29,6 +29,7 @@ BACKENDS = {
     "etcd-recipe": "workloads.etcd:EtcdRecipeClient",
     "pottery": "workloads.libraries:PotteryClient",
     "python-redis-lock": "workloads.libraries:PythonRedisLockClient",
+    "external": "workloads.external:ExternalClient",  # any program speaking the client protocol (--client)
 }
 
 NEMESES = {

@@ -76,6 +76,7 @@ def worker_main(args: WorkerArgs, queue, stop, go) -> None:
     Must not print a traceback on the user's terminal: an error that ends the worker goes,
     with its traceback, to the worker's log, and as one FAILED message to the runner."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner owns Ctrl-C and stops us
+    os.setpgid(0, 0)  # a group of our own: a pause stops us and an external client's process together
     _die_with_parent()
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})  # blocked while we were spawned
     try:
@@ -112,6 +113,10 @@ def _work(args: WorkerArgs, queue, stop, go) -> None:
         # Client libraries (kazoo, pottery, grpc) log to stderr; keep that in the run dir.
         logging.basicConfig(filename=args.log_path, level=logging.INFO,
                             format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if args.log_path:
+        from workloads.external import LOG_ENV
+
+        os.environ[LOG_ENV] = args.log_path  # an external client's stderr is kept beside this log
     if args.netns:
         from harness.cluster.netns import enter_netns
 
@@ -334,7 +339,7 @@ class Workers:
         from harness.cluster.reaper import proc_state
 
         pid = self.pid(index)
-        os.kill(pid, signal.SIGSTOP)
+        os.killpg(pid, signal.SIGSTOP)  # the worker and any client process it runs (its own group)
         self.paused.add(index)
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
@@ -349,7 +354,7 @@ class Workers:
         return bool(self.holding[index])
 
     def resume(self, index: int) -> None:
-        os.kill(self.pid(index), signal.SIGCONT)
+        os.killpg(self.pid(index), signal.SIGCONT)
         self.paused.discard(index)
 
     def set_clock(self, index: int, offset_s: float) -> None:

@@ -85,6 +85,15 @@ class LockClient(Protocol):
 
 
 @runtime_checkable
+class ChoosesServers(Protocol):
+    """Optional, on the class: a client whose cluster depends on its options (an external
+    client's `--servers`), instead of a fixed `servers`."""
+
+    @classmethod
+    def servers_for(cls, options: Mapping[str, Any]) -> tuple[str, int]: ...
+
+
+@runtime_checkable
 class StillHeld(Protocol):
     """Optional: the client's own belief that it still holds a lease (a watchdog whose
     renewal failed, a ZooKeeper session that was lost). The worker asks before the work

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import plugins
 from harness.cluster.base import Cluster
-from harness.cluster.kinds import faketime_moves, node_names, server_kind
+from harness.cluster.kinds import faketime_moves, node_names, server_kind, servers_of
 from harness.cluster.local import Group, LocalCluster
 from harness.cluster.valkey import ValkeyKind
 from harness.spec import TestSpec
@@ -24,7 +23,7 @@ def make_cluster(spec: TestSpec, run_id: str, log_dir: Path, nemeses: list) -> C
         from harness.cluster.compose import make_compose_cluster
 
         return make_compose_cluster(spec, run_id, log_dir, nemeses)
-    kind_name, count = plugins.backend_class(spec.backend).servers
+    kind_name, count = servers_of(spec.backend, spec.options)
     fake = Compose(nemeses).moves_server_clocks(spec) and faketime_moves(kind_name, spec.options)
     lock = Group(kind=server_kind(kind_name, spec.options), names=node_names(kind_name, count),
                  role="lock", fake_clock=fake)
@@ -37,5 +36,5 @@ def preflight(spec: TestSpec) -> None:
     """What the run's servers need installed, checked before its run dir exists: a missing
     binary is one sentence, and leaves no empty run dir behind."""
     if spec.cluster == "local":
-        server_kind(plugins.backend_class(spec.backend).servers[0], spec.options).check_installed()
+        server_kind(servers_of(spec.backend, spec.options)[0], spec.options).check_installed()
         ValkeyKind().check_installed()  # the store

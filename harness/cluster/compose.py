@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from harness.cluster.base import ClientPlace, Node, node_named
-from harness.cluster.kinds import faketime_moves
+from harness.cluster.kinds import faketime_moves, servers_of
 from harness.cluster.compose_file import (
     CLOCK_FILE,
     COMPOSE_FILE,
@@ -364,8 +364,7 @@ class ComposeCluster:
 
 def make_compose_cluster(spec: Any, run_id: str, log_dir: Path, nemeses: Sequence[Any] = ()) -> ComposeCluster:
     """The compose counterpart of cluster.assemble.make_cluster: the backend's lock servers plus the store."""
-    from harness import plugins
 
-    kind, count = plugins.backend_class(spec.backend).servers
+    kind, count = servers_of(spec.backend, spec.options)
     fake = Compose(list(nemeses)).moves_server_clocks(spec) and faketime_moves(kind, spec.options)
     return ComposeCluster(run_id, kind, count, clients=spec.concurrency, log_dir=log_dir, fake_clock=fake)

@@ -44,5 +44,15 @@ def faketime_moves(kind: str, options: Mapping[str, Any] | None = None) -> bool:
     return kind == "zookeeper" and read(options or {}, CLUSTER_OPTIONS[1]) == "faketime"
 
 
+def servers_of(backend: str, options: Mapping[str, Any]) -> tuple[str, int]:
+    """(kind, count) of a backend's lock service: its `servers`, or what its options choose
+    (ChoosesServers: an external client's --servers)."""
+    from harness import plugins
+    from workloads.base import ChoosesServers
+
+    cls = plugins.backend_class(backend)
+    return cls.servers_for(options) if isinstance(cls, ChoosesServers) else cls.servers
+
+
 def node_names(kind: str, count: int) -> tuple[str, ...]:
     return tuple(f"{PREFIX[kind]}{i}" for i in range(1, count + 1))

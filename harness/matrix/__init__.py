@@ -98,7 +98,7 @@ def matrix(backends, nemeses, fencing, seeds, time_limit, concurrency, parallel,
 
     from harness import plugins
 
-    bs = _names(backends, "backends") if backends else plugins.backend_names()
+    bs = _names(backends, "backends") if backends else [b for b in plugins.backend_names() if b != "external"]
     ns = _names(nemeses, "nemeses")
     fences = {"on": [True], "off": [False], "both": [False, True]}[fencing]
     jobs, skipped = [], []

@@ -1,0 +1,256 @@
+"""Any lock client, in any language: a child process that speaks JSON lines.
+
+`chaos run --client 'CMD ARGS' --servers etcd:3` starts CMD once per worker, as a long-lived
+child inside that worker's network namespace and process group (so pause-holder stops it
+with its relay), and drives it with one JSON object per line (Maelstrom's model). The
+protocol, in full (docs/client-protocol.md has an example):
+
+  request  {"id": 1, "op": "init", "servers": [{"kind", "name", "host", "port"}...],
+            "key": "chaos-lock", "ttl_ms": 2000, "options": {...}}
+           {"id": 2, "op": "acquire", "key": k, "ttl_ms": t, "timeout_s": s}
+           {"id": 3, "op": "release" | "renew" | "held", "key": k, "value": v, "ttl_ms": t}
+           {"id": 4, "op": "close"}
+  reply    {"id": n, "type": "ok", ...}: for acquire "value" (the lease's proof of ownership),
+           "token" (fencing token or null) and "valid_ms" (how long the client believes the
+           lease is valid); for renew "valid_ms"; for held "held": true|false.
+           {"id": n, "type": "fail", "error": "..."}: it certainly did not happen (acquire:
+           not acquired; release: not held; renew: the lease is lost).
+           {"id": n, "type": "info" | "error", "error": "..."}: it may have happened.
+           {"id": n, "type": "unsupported"}: the client has no such op (renew, held); the
+           harness adapts: no renewals, no opinion on holding.
+
+A client that does not answer within its op's timeout plus a margin, writes a line that is
+not JSON or not its reply, or dies: the pending op is `info`, the child is ended and a new
+one started at the next op (the worker continues as a new process id, Jepsen's rule), and
+the reason goes to the worker's log. Anything the child writes on stderr is kept beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shlex
+import signal
+import subprocess
+import time
+from typing import Any, Mapping, Sequence
+
+from harness.cluster.base import Node
+from harness.cluster.kinds import KINDS
+from harness.errors import BadArgument, LockLost, NotAcquired
+from harness.options import Option, values
+from workloads.base import Clock, Lease
+
+MARGIN_S = 2.0  # on top of an op's own timeout before the client counts as hung
+START_S = 20.0  # a client must answer init within this (a JVM needs a few seconds)
+LOG_ENV = "CHAOSLOCK_WORKER_LOG"  # the worker's log; the child's stderr goes beside it
+
+
+class ClientBroke(Exception):
+    """The child hung, died or wrote something that is not its reply (an `info`)."""
+
+
+def parse_servers(text: str) -> tuple[str, int]:
+    """"etcd:3" -> ("etcd", 3), or a BadArgument saying how to write it."""
+    kind, _, count = str(text).partition(":")
+    if kind not in KINDS or not count.isdigit() or not 1 <= int(count) <= 9:
+        raise BadArgument(f"--servers {text!r} must be KIND:COUNT with KIND one of {', '.join(KINDS)} and "
+                          f"COUNT 1-9, for example etcd:3")
+    return kind, int(count)
+
+
+class ExternalClient:
+    """A LockClient that relays to a child process over the protocol above."""
+
+    name = "external"
+    has_fencing = True  # a client that sends no token (null) is simply not fenced
+    servers = ("valkey", 1)  # replaced by -o servers (servers_for)
+    OPTIONS = (
+        Option(name="command", type=str, default="", help="the client's command line (set by --client)"),
+        Option(name="servers", type=str, default="valkey:1", help="KIND:COUNT of the lock service (set by --servers)"),
+        Option(name="op_timeout_s", type=float, default=5.0, above=0, max=600,
+               help="how long release, renew and held may take before the client counts as hung, s"),
+    )
+
+    @classmethod
+    def servers_for(cls, options: Mapping[str, Any]) -> tuple[str, int]:
+        return parse_servers(values(options, cls.OPTIONS)["servers"])
+
+    def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
+        v = values(options, self.OPTIONS)
+        if not v["command"].strip():
+            raise BadArgument("an external client needs its command: chaos run --client 'CMD ARGS' --servers KIND:N")
+        self.argv = shlex.split(v["command"])
+        self.op_timeout = v["op_timeout_s"]
+        self.options = {k: val for k, val in (options or {}).items() if k not in ("command", "servers")}
+        self.proc: subprocess.Popen | None = None
+        self.nodes: Sequence[Node] = ()
+        self.next_id = 0
+        self.buf = b""
+        self.unsupported: set[str] = set()
+        self.starts = 0
+        self.log = os.environ.get(LOG_ENV)
+
+    # -- the child ---------------------------------------------------------------------------
+    def _start(self) -> None:
+        err = open(self.log + ".client-stderr", "ab") if self.log else subprocess.DEVNULL
+        try:
+            # Same process group as the worker (pause-holder stops both); dies with it.
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                         preexec_fn=_die_with_parent)
+        except OSError as e:
+            raise BadArgument(f"cannot start the client `{shlex.join(self.argv)}`: {e.strerror}; check the command") from None
+        finally:
+            if err is not subprocess.DEVNULL:
+                err.close()
+        self.buf = b""
+        self.starts += 1
+        servers = [{"kind": n.kind, "name": n.name, "host": n.host, "port": n.port} for n in self.nodes]
+        try:
+            self._call({"op": "init", "servers": servers, "options": self.options}, START_S)
+        except ClientBroke as e:
+            raise BadArgument(f"the client `{shlex.join(self.argv)}` did not start: {e}{self._stderr_tail()}") from None
+
+    def _stderr_tail(self) -> str:
+        if not self.log:
+            return ""
+        try:
+            with open(self.log + ".client-stderr", "rb") as f:
+                f.seek(0, 2)
+                f.seek(max(0, f.tell() - 300))
+                tail = f.read().decode(errors="replace").strip().splitlines()[-3:]
+        except OSError:
+            return ""
+        return f"; its stderr ends: {' | '.join(tail)}" if tail else ""
+
+    def _end(self, why: str) -> None:
+        """End the child (after a hang, a bad line or its death); the next op starts a new one."""
+        p, self.proc = self.proc, None
+        if p is None:
+            return
+        if self.log:
+            with open(self.log, "a") as f:
+                f.write(f"external client pid {p.pid} ended: {why}\n")
+        if p.poll() is None:
+            p.kill()
+        p.wait(5)
+        for s in (p.stdin, p.stdout):
+            try:
+                s.close()
+            except OSError:
+                pass
+
+    def _call(self, req: dict, timeout_s: float) -> dict:
+        """Send one request and return its reply, or raise ClientBroke (the child is ended)."""
+        if self.proc is None:
+            raise ClientBroke("the client is not running")
+        self.next_id += 1
+        req = {"id": self.next_id, **req}
+        try:
+            self.proc.stdin.write((json.dumps(req) + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError:
+            return self._broke(f"it exited with status {self.proc.poll()} before {req['op']}")
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return self._broke(f"no reply to {req['op']} within {timeout_s:g} s")
+            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            if ready:
+                chunk = os.read(self.proc.stdout.fileno(), 65536)
+                if not chunk:
+                    return self._broke(f"it exited with status {self.proc.wait(5)} during {req['op']}")
+                self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        try:
+            rep = json.loads(line)
+        except ValueError:
+            return self._broke(f"its reply to {req['op']} is not JSON: {line[:80]!r}")
+        if not isinstance(rep, dict) or rep.get("id") != req["id"] or rep.get("type") not in (
+                "ok", "fail", "info", "error", "unsupported"):
+            return self._broke(f"its reply to {req['op']} (id {req['id']}) is not one: {line[:80]!r}")
+        return rep
+
+    def _broke(self, why: str) -> dict:
+        self._end(why)
+        raise ClientBroke(why)
+
+    def _op(self, req: dict, timeout_s: float) -> dict:
+        if self.proc is None:
+            self._start()
+        return self._call(req, timeout_s)
+
+    # -- LockClient --------------------------------------------------------------------------
+    def open(self, nodes: Sequence[Node]) -> None:
+        self.nodes = [n for n in nodes if n.role == "lock"]
+        self._start()
+
+    def acquire(self, key: str, ttl_ms: int, timeout_s: float) -> Lease:
+        start = time.monotonic_ns()
+        rep = self._op({"op": "acquire", "key": key, "ttl_ms": ttl_ms, "timeout_s": timeout_s}, timeout_s + MARGIN_S)
+        if rep["type"] == "fail":
+            raise NotAcquired(str(rep.get("error") or "not acquired"))
+        if rep["type"] != "ok":
+            raise ClientBroke(str(rep.get("error") or rep["type"]))
+        value, token = rep.get("value"), rep.get("token")
+        if not isinstance(value, str) or not (token is None or (isinstance(token, int) and not isinstance(token, bool))):
+            self._end(f"its acquire reply has no string value or a token that is not an integer: {rep}")
+            raise ClientBroke("the acquire reply has no string value, or a token that is not an integer or null")
+        valid_ms = rep.get("valid_ms")
+        valid = start + int(float(valid_ms) * 1e6) if isinstance(valid_ms, (int, float)) else start + ttl_ms * 1_000_000
+        return Lease(key=key, value=value, token=token, acquired_ns=time.monotonic_ns(), valid_until_ns=valid,
+                     meta={"ttl_ms": ttl_ms, "pid": self.proc.pid if self.proc else None})
+
+    def release(self, lease: Lease) -> bool:
+        rep = self._op({"op": "release", "key": lease.key, "value": lease.value}, self.op_timeout + MARGIN_S)
+        if rep["type"] in ("ok", "fail"):
+            return rep["type"] == "ok"
+        raise ClientBroke(str(rep.get("error") or rep["type"]))
+
+    def renew(self, lease: Lease) -> Lease:
+        if "renew" in self.unsupported:
+            raise LockLost("the client does not renew (it answered unsupported)")
+        start = time.monotonic_ns()
+        rep = self._op({"op": "renew", "key": lease.key, "value": lease.value, "ttl_ms": lease.meta.get("ttl_ms")},
+                       self.op_timeout + MARGIN_S)
+        if rep["type"] == "unsupported":
+            self.unsupported.add("renew")
+            raise LockLost("the client does not renew (it answered unsupported)")
+        if rep["type"] == "fail":
+            raise LockLost(str(rep.get("error") or "lost"))
+        if rep["type"] != "ok":
+            raise ClientBroke(str(rep.get("error") or rep["type"]))
+        valid_ms = rep.get("valid_ms")
+        if not isinstance(valid_ms, (int, float)):
+            return lease
+        return Lease(key=lease.key, value=lease.value, token=lease.token, acquired_ns=lease.acquired_ns,
+                     valid_until_ns=start + int(valid_ms * 1e6), meta=lease.meta)
+
+    def still_held(self, lease: Lease) -> bool:
+        """The client's own belief, if it has one (`held`); True when it has none."""
+        if "held" in self.unsupported or self.proc is None:
+            return True
+        try:
+            rep = self._call({"op": "held", "key": lease.key, "value": lease.value}, self.op_timeout + MARGIN_S)
+        except ClientBroke:
+            return False  # it died or hung: it cannot be trusted to hold anything
+        if rep["type"] == "unsupported":
+            self.unsupported.add("held")
+            return True
+        return bool(rep.get("held")) if rep["type"] == "ok" else True
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                self._call({"op": "close"}, 2.0)
+            except ClientBroke:
+                pass
+        self._end("closed")
+
+
+def _die_with_parent() -> None:
+    import ctypes
+
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: a dead worker takes its client along
