@@ -234,6 +234,9 @@ from harness.reproduce import reproduce  # noqa: E402
 
 cli.add_command(reproduce)
 from harness.explore import explore  # noqa: E402
+from harness.client_check import client_check  # noqa: E402
+
+cli.add_command(client_check)
 
 cli.add_command(explore)
 from harness.matrix import matrix  # noqa: E402

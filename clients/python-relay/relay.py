@@ -42,6 +42,8 @@ def main() -> None:
                 leases[lease.value] = lease
                 rep = {"type": "ok", "value": lease.value, "token": lease.token,
                        "valid_ms": (lease.valid_until_ns - time.monotonic_ns()) / 1e6}
+            elif req.get("value") not in leases and op in ("release", "renew", "held"):
+                rep = {"type": "fail", "error": f"no lease {req.get('value')!r} held by this client"}
             elif op == "release":
                 rep = {"type": "ok"} if client.release(leases.pop(req["value"])) else {"type": "fail", "error": "not held"}
             elif op == "renew":

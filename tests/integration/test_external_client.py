@@ -61,3 +61,19 @@ def test_a_client_that_breaks_the_protocol_is_info_and_restarted(tmp_path, mode,
     log = Path(s["run_dir"], "nodes", "worker-c1.log").read_text()
     assert says in log and log.count("ended:") >= 2, log[-1000:]
     assert s["valid"] == "unknown"
+
+
+@pytest.mark.parametrize("backend, servers", [("redis", "valkey:1"), ("zookeeper", "zookeeper:3")])
+def test_the_relay_passes_the_conformance_check(backend, servers):
+    r = chaos("client-check", f"{RELAY} --backend {backend}", "--servers", servers)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("PASS") == 9 and "all steps passed" in r.stdout
+
+
+@pytest.mark.parametrize("mode", ["badjson", "wrongid"])
+def test_a_broken_client_fails_the_conformance_check_with_one_sentence_per_step(mode):
+    r = chaos("client-check", f"{BROKEN} {mode}", "--servers", "valkey:1")
+    assert r.returncode == 1 and "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
+    fails = [line for line in r.stdout.splitlines() if line.strip().startswith("FAIL")]
+    assert fails and all(": " in line for line in fails)
+    assert "step(s) failed" in r.stdout
