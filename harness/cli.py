@@ -116,6 +116,8 @@ def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency
             raise BadArgument(f"--client runs your own client; drop --backend {backend} (or drop --client)")
         if not servers:
             raise BadArgument("--client needs --servers KIND:N, the lock service it talks to (e.g. etcd:3)")
+        if not client_cmd.strip():
+            raise BadArgument("an external client needs its command: chaos run --client 'CMD ARGS' --servers KIND:N")
         backend, options["command"], options["servers"] = "external", client_cmd, servers
     elif servers is not None:
         raise BadArgument("--servers goes with --client; a built-in backend declares its own servers")

@@ -128,6 +128,9 @@ class TestSpec:
         if not isinstance(self.options, Mapping):
             raise BadArgument(f"options must be a mapping of NAME to VALUE, not {type(self.options).__name__}")
         typed, _ = options.resolve(backend, nemeses, self.options)
+        from harness.cluster.kinds import servers_of
+
+        servers_of(self.backend, typed)  # a backend whose servers come from its options checks them now
         return dataclasses.replace(self, options=typed)
 
     def notes(self) -> list[str]:
