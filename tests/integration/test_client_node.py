@@ -1,0 +1,33 @@
+"""Node's `redlock` from npm (clients/node-redlock) through the client protocol, on five
+real valkey masters: it speaks the protocol, holds without faults, and breaks as Redlock
+does when a majority of the masters' clocks jump (issue 15)."""
+
+import json
+import shutil
+
+import pytest
+
+from tests.conftest import ROOT, chaos
+
+pytestmark = pytest.mark.integration
+
+CLIENT = ROOT / "clients" / "node-redlock"
+CMD = f"node {CLIENT / 'client.js'}"
+
+if shutil.which("node") is None or not (CLIENT / "node_modules" / "redlock").is_dir():
+    pytest.skip("node or the client's npm packages are missing: run `make install`", allow_module_level=True)
+
+
+def test_it_passes_the_conformance_check():
+    r = chaos("client-check", CMD, "--servers", "valkey:5")
+    assert r.returncode == 0 and r.stdout.count("PASS") == 9, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("nemesis, valid", [("none", True), ("clock-skew", False)])
+def test_redlock_from_npm_under_server_clock_jumps(tmp_path, nemesis, valid):
+    r = chaos("run", "--client", CMD, "--servers", "valkey:5", "--nemesis", nemesis,
+              "--time-limit", "20" if nemesis != "none" else "8",
+              "--seed", "1", "--store", str(tmp_path), "--json")
+    s = json.loads(r.stdout.strip().splitlines()[-1])
+    assert s["valid"] is valid, r.stderr[-1500:]
+    assert s["critical_sections"] >= 5
