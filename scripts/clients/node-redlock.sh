@@ -8,5 +8,5 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 if [ ! -d node_modules/redlock ] || [ ! -d node_modules/ioredis ]; then
   echo "install: npm install (redlock 4.2.0, ioredis 4.28.5) in clients/node-redlock"
-  npm install --silent --no-audit --no-fund >/dev/null
+  npm install --silent --no-audit --no-fund >/dev/null  # package-lock.json pins the transitive packages
 fi
