@@ -64,6 +64,9 @@ class ClockSkew:
     def setup(self, ctx: NemesisContext) -> None:
         self.ctx = ctx
         self.clients = not self.moves_server_clocks(ctx.spec)
+        if self.clients and ctx.spec.backend == "external":
+            raise BadArgument("clock_target=clients skews the in-process clock of Python lock clients; the clock of an "
+                              "external client process cannot be moved yet: use clock_target=servers")
         if self.clients:
             self.cluster = _ClientClocks(ctx.workers)
             self.targets = [f"c{i + 1}" for i in range(ctx.spec.concurrency)]
