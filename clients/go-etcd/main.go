@@ -1,0 +1,227 @@
+// go-etcd: a chaoslock client (docs/client-protocol.md) around etcd's own lock,
+// go.etcd.io/etcd/clientv3/concurrency.Mutex (etcd 3.4, Debian golang-etcd-server-dev),
+// used as the articles do: NewSession(WithTTL), NewMutex, Lock, Unlock.
+//
+//	chaos client-check clients/go-etcd/bin/go-etcd --servers etcd:3
+//	chaos run --client clients/go-etcd/bin/go-etcd --servers etcd:3 -n pause-holder --fencing
+//
+// One JSON request per line on stdin, one reply per line on stdout; logs on stderr.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"strconv"
+	"time"
+
+	"go.etcd.io/etcd/clientv3"
+	"go.etcd.io/etcd/clientv3/concurrency"
+	"go.etcd.io/etcd/etcdserver/api/v3rpc/rpctypes"
+	"go.uber.org/zap"
+)
+
+const dialTimeout = 2 * time.Second
+
+type request struct {
+	ID      int64  `json:"id"`
+	Op      string `json:"op"`
+	Servers []struct {
+		Host string `json:"host"`
+		Port int    `json:"port"`
+	} `json:"servers"`
+	Key      string  `json:"key"`
+	Value    string  `json:"value"`
+	TTLms    int64   `json:"ttl_ms"`
+	TimeoutS float64 `json:"timeout_s"`
+}
+
+type reply map[string]interface{}
+
+type lease struct {
+	session *concurrency.Session
+	mutex   *concurrency.Mutex
+	ttl     int
+}
+
+var (
+	endpoints []string
+	cli       *clientv3.Client
+	leases    = map[string]*lease{} // by value (the mutex key)
+)
+
+func fail(err string) reply { return reply{"type": "fail", "error": err} }
+func info(err error) reply  { return reply{"type": "info", "error": err.Error()} }
+
+func connect() error {
+	if cli != nil {
+		return nil
+	}
+	lc := zap.NewProductionConfig()
+	lc.Level = zap.NewAtomicLevelAt(zap.WarnLevel)
+	lc.OutputPaths, lc.ErrorOutputPaths = []string{"stderr"}, []string{"stderr"}
+	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: dialTimeout, LogConfig: &lc})
+	if err != nil {
+		return err
+	}
+	cli = c
+	return nil
+}
+
+// revoke ends a session and deletes its key (the lease's keys go with it). nil means the
+// key is certainly gone: revoked now, or the lease had already expired.
+func revoke(s *concurrency.Session, d time.Duration) error {
+	s.Orphan() // stop the keepalive
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	_, err := cli.Revoke(ctx, s.Lease())
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return nil
+	}
+	return err
+}
+
+func acquire(req request) reply {
+	if err := connect(); err != nil {
+		return fail("not connected: " + err.Error()) // nothing was sent
+	}
+	ttl := int((req.TTLms + 999) / 1000)
+	if ttl < 1 {
+		ttl = 1
+	}
+	budget := time.Duration(req.TimeoutS * float64(time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	// Grant here with the acquire's deadline (NewSession's own Grant has none), then the
+	// articles' NewSession(WithTTL) on that lease. A lease without a key holds nothing.
+	g, err := cli.Grant(ctx, int64(ttl))
+	if err != nil {
+		return fail("no session: " + err.Error())
+	}
+	s, err := concurrency.NewSession(cli, concurrency.WithTTL(ttl), concurrency.WithLease(g.ID))
+	if err != nil {
+		return fail("no session: " + err.Error())
+	}
+	mu := concurrency.NewMutex(s, "/chaos/"+req.Key)
+	if err := mu.Lock(ctx); err != nil {
+		// Lock's key may exist (and even own the lock) if its Txn reply was lost: revoke the
+		// session; only if that certainly worked is the lock certainly not taken.
+		if rerr := revoke(s, 1500*time.Millisecond); rerr != nil {
+			return reply{"type": "info", "error": fmt.Sprintf("lock: %v; revoke: %v", err, rerr)}
+		}
+		return fail("not acquired: " + err.Error())
+	}
+	// The fencing token: the create revision of our key (mu.Header().Revision is not it when
+	// Lock had to wait for an earlier holder).
+	gctx, gcancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer gcancel()
+	resp, err := cli.Get(gctx, mu.Key())
+	if err != nil || len(resp.Kvs) == 0 {
+		why := "key gone right after Lock"
+		if err != nil {
+			why = err.Error()
+		}
+		if rerr := revoke(s, 1500*time.Millisecond); rerr != nil {
+			return reply{"type": "info", "error": fmt.Sprintf("locked but no token (%s); revoke: %v", why, rerr)}
+		}
+		return fail("locked but no token (" + why + "); revoked")
+	}
+	leases[mu.Key()] = &lease{session: s, mutex: mu, ttl: ttl}
+	return reply{"type": "ok", "value": mu.Key(), "token": resp.Kvs[0].CreateRevision, "valid_ms": ttl * 1000}
+}
+
+func release(req request) reply {
+	l, ok := leases[req.Value]
+	if !ok {
+		return fail("unknown value " + strconv.Quote(req.Value))
+	}
+	delete(leases, req.Value)
+	done := sessionDone(l.session)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := l.mutex.Unlock(ctx)
+	// session.Close(), with a bounded revoke (Close waits up to the whole TTL).
+	rerr := revoke(l.session, 1500*time.Millisecond)
+	log.Printf("release %s: Unlock returned %v (session done before: %v); revoke: %v", req.Value, err, done, rerr)
+	if err != nil {
+		return info(err)
+	}
+	return reply{"type": "ok"} // even when the key was already gone: Unlock says nil, so do we
+}
+
+func sessionDone(s *concurrency.Session) bool {
+	select {
+	case <-s.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+func closeAll() {
+	for v, l := range leases {
+		revoke(l.session, 1*time.Second)
+		delete(leases, v)
+	}
+	if cli != nil {
+		cli.Close()
+	}
+}
+
+func handle(req request) reply {
+	switch req.Op {
+	case "init":
+		for _, s := range req.Servers {
+			endpoints = append(endpoints, fmt.Sprintf("%s:%d", s.Host, s.Port))
+		}
+		if err := connect(); err != nil {
+			return reply{"type": "error", "error": err.Error()} // retried at the next acquire
+		}
+		return reply{"type": "ok"}
+	case "acquire":
+		return acquire(req)
+	case "release":
+		return release(req)
+	case "held":
+		l, ok := leases[req.Value]
+		return reply{"type": "ok", "held": ok && !sessionDone(l.session)}
+	case "renew":
+		return reply{"type": "unsupported"} // the session keeps the lease alive by itself
+	}
+	return reply{"type": "unsupported"}
+}
+
+func main() {
+	log.SetOutput(os.Stderr)
+	log.SetPrefix("go-etcd: ")
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 1<<24)
+	out := json.NewEncoder(os.Stdout) // one line per reply, written straight to the pipe
+	for in.Scan() {
+		var req request
+		if err := json.Unmarshal(in.Bytes(), &req); err != nil {
+			log.Printf("bad request %q: %v", in.Text(), err)
+			continue
+		}
+		rep := reply{"type": "unsupported"}
+		if req.Op == "close" {
+			closeAll()
+			rep = reply{"type": "ok"}
+		} else {
+			rep = handle(req)
+		}
+		rep["id"] = req.ID
+		if err := out.Encode(rep); err != nil {
+			log.Printf("stdout: %v", err)
+			break
+		}
+		if req.Op == "close" {
+			return
+		}
+	}
+	closeAll()
+}
