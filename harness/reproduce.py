@@ -143,6 +143,11 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     Scenario(name="etcd-lock-pause", doc="etcd lease lock; the holder is paused past its lease (Jepsen etcd 3.4.3)",
              spec={"backend": "etcd", "nemesis": ("pause-holder",), "options": {"pause_multiple": "3"}},
              variants={"nofence": (NOFENCE, UNSAFE), "fenced": (FENCE, FENCED)}),
+    Scenario(name="go-etcd-lock-pause", doc="etcd's own Go concurrency.Mutex over the client protocol; the holder "
+                                             "(its keepalive too) is paused past its session",
+             spec={**external(str(CLIENTS / "go-etcd" / "bin" / "go-etcd"), "etcd:3", pause_multiple="3"),
+                   "nemesis": ("pause-holder",)},
+             variants={"nofence": (NOFENCE, UNSAFE), "fenced": (FENCE, FENCED)}),
     Scenario(name="zk-session-expiry", doc="ZooKeeper queue lock; the holder is paused past its session timeout",
              spec={"backend": "zookeeper", "nemesis": ("pause-holder",),
                    "options": {"pause_multiple": "2.5", "session_timeout_ms": "2000"}},
