@@ -82,9 +82,10 @@ public class CuratorClient {
             case "release": {
                 Lease l = leases.remove(req.path("value").asText());
                 if (l == null) return reply("fail").put("error", "no lease " + req.path("value") + " held by this client");
+                String node = l.mutex().node(); // null once released
                 l.mutex().release(); // returns normally even if the session expired and the node is gone
                 if (trouble.get() != l.troubleAtStart())
-                    log("release of " + l.mutex().node() + " returned normally, though the connection was suspended or lost while it was held");
+                    log("release of " + node + " returned normally, though the connection was suspended or lost while it was held");
                 return reply("ok");
             }
             case "close": shutdown(); return reply("ok");
