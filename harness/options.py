@@ -129,7 +129,9 @@ def resolve(backend: Any, nemeses: Iterable[Any], options: Mapping[str, Any]) ->
     for c in (backend, *nemeses):
         for o in declared(c) or ():
             mine.setdefault(o.name, o)
-    open_ended = declared(backend) is None
+    # A plugin that declares nothing reads its own names; an external client process gets
+    # every option in its init (forwards_options): neither is ours to refuse.
+    open_ended = declared(backend) is None or getattr(backend, "forwards_options", False)
     known = None
     typed: dict[str, Any] = {}
     notes: list[str] = []
@@ -137,8 +139,9 @@ def resolve(backend: Any, nemeses: Iterable[Any], options: Mapping[str, Any]) ->
         if name in mine:
             typed[name] = mine[name].parse(raw)
             continue
-        if open_ended:  # the plugin backend reads its own, undeclared, options
-            typed[name] = raw
+        if open_ended:
+            known = known if known is not None else every_option()
+            typed[name] = known[name].parse(raw) if name in known else raw
             continue
         known = known if known is not None else every_option()
         if name in known:

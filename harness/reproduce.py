@@ -152,6 +152,11 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              spec={"backend": "zookeeper", "nemesis": ("pause-holder",),
                    "options": {"pause_multiple": "2.5", "session_timeout_ms": "2000"}},
              variants={"nofence": (NOFENCE, UNSAFE), "fenced": (FENCE, FENCED)}),
+    Scenario(name="curator-session-expiry", doc="Apache Curator's InterProcessMutex (Java) over the client protocol; "
+                                                 "the holder is paused past its session timeout",
+             spec={**external(str(CLIENTS / "java-curator" / "bin" / "java-curator"), "zookeeper:3",
+                              pause_multiple="2.5", session_timeout_ms="2000"), "nemesis": ("pause-holder",)},
+             variants={"nofence": (NOFENCE, UNSAFE), "fenced": (FENCE, FENCED)}),
     Scenario(name="unsafe-release", doc="constant value + plain DEL; the paused holder wakes and deletes the next holder's lock",
              spec={"backend": "redis-unsafe-release", "nemesis": ("pause-holder",), "options": {"pause_multiple": "1.5"}},
              variants={"nofence": (NOFENCE, Expect(verdict="unsafe", says="a release deleted another holder's lock",

@@ -66,6 +66,7 @@ class ExternalClient:
     name = "external"
     has_fencing = True  # a client that sends no token (null) is simply not fenced
     servers = ("valkey", 1)  # replaced by -o servers (servers_for)
+    forwards_options = True  # every -o option reaches the client process in its init, as given
     OPTIONS = (
         Option(name="command", type=str, default="", help="the client's command line (set by --client)"),
         Option(name="servers", type=str, default="valkey:1", help="KIND:COUNT of the lock service (set by --servers)"),

@@ -35,7 +35,7 @@ def spec_for(component: str, options: dict) -> TestSpec:
     return TestSpec(backend="redis", nemesis=(component,), options=options)
 
 
-@pytest.mark.parametrize("component", BACKENDS + NEMESES)
+@pytest.mark.parametrize("component", [b for b in BACKENDS if b != "external"] + NEMESES)
 def test_unknown_names_are_refused_naming_the_components(component):
     with pytest.raises(BadArgument, match="unknown option 'no_such_option' for backend"):
         spec_for(component, {"no_such_option": "1"}).validate()
@@ -65,3 +65,13 @@ def test_every_built_in_declares_its_options_with_help():
 def test_declared_defaults_are_what_the_readers_use():
     assert read({}, CLUSTER_OPTIONS[0]) is False
     assert len(CASES) > 80
+
+
+def test_an_external_client_gets_every_option_it_is_given():
+    """Its own names are its business (they reach it in init); known names are still typed."""
+    spec = TestSpec(backend="external", options={"command": "./mylock", "servers": "etcd:3", "my_flag": "x",
+                                                 "session_timeout_ms": "2000"}).validate()
+    assert spec.options["my_flag"] == "x" and spec.options["session_timeout_ms"] == 2000.0
+    assert spec.notes() == []
+    with pytest.raises(BadArgument, match="session_timeout_ms"):
+        TestSpec(backend="external", options={"command": "./c", "servers": "etcd:3", "session_timeout_ms": "-1"}).validate()
