@@ -23,9 +23,10 @@ def test_it_passes_the_conformance_check():
     assert r.returncode == 0 and r.stdout.count("PASS") == 9, r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("nemesis, valid", [("none", True), ("clock-skew", False)])
-def test_redlock_from_npm_under_server_clock_jumps(tmp_path, nemesis, valid):
-    r = chaos("run", "--client", CMD, "--servers", "valkey:5", "--nemesis", nemesis,
+@pytest.mark.parametrize("nemesis, valid", [("none", True), ("clock-skew", False), ("pause-holder", False)])
+def test_redlock_from_npm_without_faults_and_under_clock_jumps_and_a_gc_pause(tmp_path, nemesis, valid):
+    """Redlock has no token, so a paused holder that wakes writes unfenced: unsafe."""
+    r = chaos("run", "--client", CMD, "--servers", "valkey:5", "--nemesis", nemesis, "-o", "pause_multiple=2.5",
               "--time-limit", "20" if nemesis != "none" else "8",
               "--seed", "1", "--store", str(tmp_path), "--json")
     s = json.loads(r.stdout.strip().splitlines()[-1])
