@@ -21,7 +21,7 @@ def counts(run_dir: str) -> Counter:
 
 @pytest.mark.parametrize("backend", RENEWING)
 def test_renew_ops_are_recorded_and_a_clean_run_stays_valid(tmp_path, backend):
-    r = chaos("run", "--backend", backend, "--renew", "--time-limit", "6", "--concurrency", "2", "--ttl", "1000",
+    r = chaos("run", "--backend", backend, "--renew", "--time-limit", "4.5", "--concurrency", "2", "--ttl", "1000",
               "--seed", "3", "--store", str(tmp_path), "--json")
     assert r.returncode == 0, r.stderr[-2000:]
     s = json.loads(r.stdout.strip().splitlines()[-1])
