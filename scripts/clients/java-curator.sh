@@ -6,19 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=clients/java-curator
 
-need=()
-for pkg in libcurator-recipes-java libslf4j-java openjdk-17-jdk-headless; do
-  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
-done
-if [ ${#need[@]} -gt 0 ]; then
-  if [ "$(id -u)" != 0 ]; then
-    echo "java-curator: missing Debian packages: ${need[*]}; run as root (or: sudo apt-get install ${need[*]})" >&2
-    exit 254
-  fi
-  echo "java-curator: apt-get install ${need[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
-    "${need[@]}" >/dev/null
-fi
+. scripts/debs.sh
+need_debs java-curator libcurator-recipes-java libslf4j-java openjdk-17-jdk-headless
 
 # The jars' manifests pull in the rest (curator-framework, -client, zookeeper, guava, jackson-core).
 J=/usr/share/java
