@@ -76,6 +76,19 @@ def first_press_ends():
     return _on_press(react)
 
 
+def die_with_parent() -> None:
+    """Have the kernel SIGKILL this process when its parent dies (PR_SET_PDEATHSIG): for
+    workers of a runner that may be SIGKILLed, and the client processes of those workers.
+    Call it first thing in the child (also as a Popen preexec_fn)."""
+    import ctypes
+    import os
+
+    parent = os.getppid()
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent died before the call took effect
+        os._exit(1)
+
+
 def presses() -> int:
     """How many Ctrl-Cs arrived while shielded (a run counts them as an interruption)."""
     return _presses

@@ -30,6 +30,7 @@ from typing import Any
 from harness.cluster.base import Cluster
 from harness.errors import ClusterError, NotAcquired
 from harness.history import begins_hold, ends_hold, now_ns
+from harness.interrupts import die_with_parent
 
 READY = "ready"  # the message a worker sends once its client is open
 FAILED = "failed"  # the message a worker sends instead when it cannot go on: {FAILED: index, "error", "bad_argument"}
@@ -77,7 +78,7 @@ def worker_main(args: WorkerArgs, queue, stop, go) -> None:
     with its traceback, to the worker's log, and as one FAILED message to the runner."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner owns Ctrl-C and stops us
     os.setpgid(0, 0)  # a group of our own: a pause stops us and an external client's process together
-    _die_with_parent()
+    die_with_parent()  # a SIGKILLed runner must not leave its workers looping (they carry no run id)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})  # blocked while we were spawned
     try:
         _work(args, queue, stop, go)
@@ -95,17 +96,6 @@ def worker_main(args: WorkerArgs, queue, stop, go) -> None:
         queue.put({FAILED: args.index, "error": str(e) if isinstance(e, BadArgument) else _err(e),
                    "bad_argument": isinstance(e, BadArgument)})
         raise SystemExit(1) from None
-
-
-def _die_with_parent() -> None:
-    """A SIGKILLed runner must not leave its workers looping (they carry no run id):
-    the kernel kills a worker when the runner dies (PR_SET_PDEATHSIG)."""
-    import ctypes
-
-    parent = os.getppid()
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # the runner died before the call took effect
-        os._exit(1)
 
 
 def _work(args: WorkerArgs, queue, stop, go) -> None:

@@ -31,7 +31,6 @@ import json
 import os
 import select
 import shlex
-import signal
 import subprocess
 import time
 from typing import Any, Mapping, Sequence
@@ -39,6 +38,7 @@ from typing import Any, Mapping, Sequence
 from harness.cluster.base import Node
 from harness.cluster.kinds import KINDS
 from harness.errors import BadArgument, LockLost, NotAcquired
+from harness.interrupts import die_with_parent
 from harness.options import Option, values
 from workloads.base import Clock, Lease
 
@@ -99,7 +99,7 @@ class ExternalClient:
         try:
             # Same process group as the worker (pause-holder stops both); dies with it.
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-                                         preexec_fn=_die_with_parent)
+                                         preexec_fn=die_with_parent)
         except OSError as e:
             raise BadArgument(f"cannot start the client `{shlex.join(self.argv)}`: {e.strerror}; check the command") from None
         finally:
@@ -249,9 +249,3 @@ class ExternalClient:
             except ClientBroke:
                 pass
         self._end("closed")
-
-
-def _die_with_parent() -> None:
-    import ctypes
-
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: a dead worker takes its client along
