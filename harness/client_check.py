@@ -68,6 +68,17 @@ def steps(a, b, key: str, ttl_ms: int) -> list[tuple[str, Callable[[], str | Non
     def release_b():
         return None if b.release(state["b"]) else "release of a held lease said fail"
 
+    def clock():
+        rep = a._op({"op": "clock"}, 5.0)
+        if rep["type"] == "unsupported":
+            return None  # allowed: a clock skew on this client then cannot be read back
+        now_ms = rep.get("now_ms")
+        if rep["type"] != "ok" or not isinstance(now_ms, (int, float)) or isinstance(now_ms, bool):
+            return f"clock must answer ok with now_ms (its wall clock, ms since the epoch), not {rep}"
+        if abs(now_ms / 1000 - time.time()) > 5:
+            return f"clock says {now_ms} ms since the epoch, {now_ms / 1000 - time.time():+.1f} s from this host's clock"
+        return None
+
     def unknown_op():
         rep = a._op({"op": "no-such-op"}, 5.0)
         return None if rep["type"] == "unsupported" else f"an unknown op must be answered unsupported, not {rep['type']}"
@@ -76,7 +87,8 @@ def steps(a, b, key: str, ttl_ms: int) -> list[tuple[str, Callable[[], str | Non
             ("held says true while held", held), ("renew a held lease (or say unsupported)", renew),
             ("release it", release_ok), ("a second release says fail", release_again),
             ("the other client acquires it next, with a higher token", other_gets_it),
-            ("and releases it", release_b), ("an unknown op is unsupported", unknown_op)]
+            ("and releases it", release_b), ("clock tells its wall clock (or says unsupported)", clock),
+            ("an unknown op is unsupported", unknown_op)]
 
 
 @click.command(name="client-check")

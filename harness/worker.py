@@ -17,6 +17,7 @@ still hold a lock nobody will ever release, and the checkers must see that.
 from __future__ import annotations
 
 import logging
+import math
 import multiprocessing as mp
 import os
 import queue as queue_mod
@@ -45,6 +46,7 @@ class WorkerArgs:
     store: Any  # Node of the resource server
     netns: str | None = None
     clocks: Any = None  # shared array of wall-clock offsets, one per worker (in-process skew)
+    clock_seen: Any = None  # the offsets external client processes report of their own clocks
     holding: Any = None  # shared flags, one per worker: 1 from an ok acquire to its release (pause-holder aims by it)
     log_path: str | None = None  # where the client libraries' own logging goes
 
@@ -117,7 +119,7 @@ def _work(args: WorkerArgs, queue, stop, go) -> None:
 
     spec = args.spec
     rng = random.Random(spec.seed * 7919 + args.index)
-    client = plugins.backend_class(spec.backend)(spec.options, Clock(args.clocks, args.index))
+    client = plugins.backend_class(spec.backend)(spec.options, Clock(args.clocks, args.index, args.clock_seen))
     client.open(args.nodes)
     counter = FencedCounter(args.store, spec.key, fencing=spec.fencing)
     rec = Recorder(queue, args.index, args.holding, args.index)
@@ -266,6 +268,8 @@ class Workers:
         self.stop_event = self.ctx.Event()
         self.go = self.ctx.Event()
         self.clocks = self.ctx.Array("d", spec.concurrency, lock=False)  # wall-clock offsets
+        self.clock_seen = self.ctx.Array("d", [math.nan] * spec.concurrency, lock=False)  # read back by a client process
+        self.external = spec.backend == "external"
         self.holding = self.ctx.Array("b", spec.concurrency, lock=False)  # 1 while a worker holds the lock
         self.procs: list[Any] = []
         self.paused: set[int] = set()
@@ -275,7 +279,7 @@ class Workers:
         for i in range(spec.concurrency):
             place = cluster.client(i)  # compose workers reach the servers through their own proxies
             args = WorkerArgs(index=i, spec=spec, nodes=place.nodes, store=store_node, netns=place.netns,
-                              clocks=self.clocks, holding=self.holding,
+                              clocks=self.clocks, clock_seen=self.clock_seen, holding=self.holding,
                               log_path=str(log_dir / f"worker-c{i + 1}.log") if log_dir else None)
             self.procs.append(self.ctx.Process(target=worker_main, args=(args, self.queue, self.stop_event, self.go),
                                                name=f"chaos-worker-{i}", daemon=True))
@@ -348,10 +352,15 @@ class Workers:
         self.paused.discard(index)
 
     def set_clock(self, index: int, offset_s: float) -> None:
+        if self.external and self.clocks[index] != offset_s:
+            self.clock_seen[index] = math.nan  # until the client process reads its clock again
         self.clocks[index] = offset_s
 
     def clock_offset(self, index: int) -> float:
-        return float(self.clocks[index])
+        """The worker's wall-clock offset: for an in-process client, the one it uses; for an
+        external client process, the one it last reported of its own clock (NaN: not yet;
+        infinity: it cannot tell)."""
+        return float(self.clock_seen[index] if self.external else self.clocks[index])
 
     def alive(self) -> int:
         return sum(p.is_alive() for p in self.procs)

@@ -16,10 +16,12 @@ clock_mode=bump|back|strobe|drift|mixed`, default bump):
   libfaketime's own rate spec is measured from process start and leaves a permanent
   offset behind when it is removed (seen here).
 
-`--option clock_target=clients` skews the client workers instead, in-process (see
-workloads.base.Clock): the history's timestamps stay true, and the backend's
-`clock_reads` say which of its reads the skew reaches (often none: most clients time
-their leases with the monotonic clock, which is the point).
+`--option clock_target=clients` skews the client workers instead: a Python client's
+in-process clock (see workloads.base.Clock; the backend's `clock_reads` say which of its
+reads the skew reaches, often none: most clients time their leases with the monotonic
+clock, which is the point), or an external client process's wall clock through the vDSO
+patch, read back with the protocol's `clock` request (workloads/external.py). The
+history's timestamps stay true.
 
 `clock-reset` heals any of them. Every change is read back from the server itself
 (valkey's TIME; ZooKeeper's own log timestamp) and the measured offsets are the op's
@@ -28,6 +30,7 @@ value, so the report can plot them; a change that does not read back is an `info
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -65,10 +68,16 @@ class ClockSkew:
         self.ctx = ctx
         self.clients = not self.moves_server_clocks(ctx.spec)
         if self.clients and ctx.spec.backend == "external":
-            raise BadArgument("clock_target=clients skews the in-process clock of Python lock clients; the clock of an "
-                              "external client process cannot be moved yet: use clock_target=servers")
+            from harness.cluster import timewarp
+
+            reason = timewarp.supported()
+            if reason:
+                raise BadArgument(f"clock_target=clients moves an external client's clock with the vDSO patch, and {reason}; "
+                                  f"use clock_target=servers")
         if self.clients:
-            self.cluster = _ClientClocks(ctx.workers)
+            # An external client process reads its clock back once it is free (an acquire may be waiting).
+            wait = ctx.spec.acquire_timeout + 3.0 if ctx.spec.backend == "external" else 0.0
+            self.cluster = _ClientClocks(ctx.workers, wait)
             self.targets = [f"c{i + 1}" for i in range(ctx.spec.concurrency)]
             self._common(ctx)
             return
@@ -138,7 +147,12 @@ class ClockSkew:
             self.cluster.set_clock(n, off)
         measured, bad = self._verify(wanted)
         if bad:
-            return complete(op, "info", value=measured, error=f"clock did not move as asked on {', '.join(bad)}")
+            unread = [n for n in bad if measured[n] is None]
+            wrong = [n for n in bad if measured[n] is not None]
+            why = ([f"clock did not move as asked on {', '.join(wrong)}"] if wrong else []) + (
+                [f"{', '.join(unread)} did not report {'its' if len(unread) == 1 else 'their'} clock"
+                 + (" (no `clock` reply: unsupported, busy or paused)" if self.clients else "")] if unread else [])
+            return complete(op, "info", value=measured, error="; ".join(why))
         return complete(op, "ok", value=measured)
 
     def _start_thread(self, offsets_at, period: float) -> None:
@@ -200,13 +214,28 @@ class ClockSkew:
 
 
 class _ClientClocks:
-    """ClockControl over the workers' in-process clocks (targets named c1..cN)."""
+    """ClockControl over the workers' clocks (targets named c1..cN): in-process ones, or
+    external client processes, which report their clock once they are free (`wait` s)."""
 
-    def __init__(self, workers):
+    def __init__(self, workers, wait: float):
         self.workers = workers
+        self.wait = wait
+        self.deadline = 0.0
 
     def set_clock(self, name: str, offset_s: float, rate: float = 1.0) -> None:
         self.workers.set_clock(int(name[1:]) - 1, offset_s)
+        if time.monotonic() >= self.deadline:  # one wait for every client set together (and for a drift)
+            self.deadline = time.monotonic() + self.wait
 
     def read_clock_offset(self, name: str) -> float:
-        return self.workers.clock_offset(int(name[1:]) - 1)
+        i = int(name[1:]) - 1
+        while True:
+            got = self.workers.clock_offset(i)
+            if got == got or time.monotonic() >= self.deadline:  # read back, or waited long enough
+                break
+            if i in self.workers.paused:
+                break  # a paused client cannot answer
+            time.sleep(0.02)
+        if got != got or math.isinf(got):  # not yet, or never (the client has no `clock`)
+            raise LookupError(f"{name} did not report its clock")
+        return got

@@ -45,9 +45,10 @@ class Clock:
     those reads in its `clock_reads` attribute so the report can say what was reached.
     """
 
-    def __init__(self, shared=None, index: int = 0):
+    def __init__(self, shared=None, index: int = 0, reads=None):
         self.shared = shared
         self.index = index
+        self.reads = reads  # where a client process's clock, read back, goes (external clients)
 
     @property
     def offset(self) -> float:
@@ -55,6 +56,11 @@ class Clock:
 
     def time(self) -> float:
         return time.time() + self.offset
+
+    def report(self, measured_s: float) -> None:
+        """Record the offset a client process says its own clock has (NaN: not read yet)."""
+        if self.reads is not None:
+            self.reads[self.index] = measured_s
 
 
 @runtime_checkable

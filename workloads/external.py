@@ -9,29 +9,41 @@ protocol, in full (docs/client-protocol.md has an example):
             "key": "chaos-lock", "ttl_ms": 2000, "options": {...}}
            {"id": 2, "op": "acquire", "key": k, "ttl_ms": t, "timeout_s": s}
            {"id": 3, "op": "release" | "renew" | "held", "key": k, "value": v, "ttl_ms": t}
-           {"id": 4, "op": "close"}
+           {"id": 4, "op": "clock"}: the client's own wall clock, so a clock skew on it is read back
+           {"id": 5, "op": "close"}
   reply    {"id": n, "type": "ok", ...}: for acquire "value" (the lease's proof of ownership),
            "token" (fencing token or null) and "valid_ms" (how long the client believes the
-           lease is valid); for renew "valid_ms"; for held "held": true|false.
+           lease is valid); for renew "valid_ms"; for held "held": true|false; for clock
+           "now_ms" (milliseconds since the epoch, as the client's wall clock says).
            {"id": n, "type": "fail", "error": "..."}: it certainly did not happen (acquire:
            not acquired; release: not held; renew: the lease is lost).
            {"id": n, "type": "info" | "error", "error": "..."}: it may have happened.
-           {"id": n, "type": "unsupported"}: the client has no such op (renew, held); the
-           harness adapts: no renewals, no opinion on holding.
+           {"id": n, "type": "unsupported"}: the client has no such op (renew, held, clock); the
+           harness adapts: no renewals, no opinion on holding, skews it cannot read back.
 
 A client that does not answer within its op's timeout plus a margin, writes a line that is
 not JSON or not its reply, or dies: the pending op is `info`, the child is ended and a new
 one started at the next op (the worker continues as a new process id, Jepsen's rule), and
 the reason goes to the worker's log. Anything the child writes on stderr is kept beside it.
+
+`clock-skew -o clock_target=clients` moves the child's wall clock with the vDSO patch
+(harness/cluster/timewarp.py), which reaches Go (time.Now), the JVM, Node and CPython alike
+(their clock reads go through the vDSO): a thread here follows the offset the nemesis sets,
+patches the running child (again after every restart), and reads it back with `clock`.
+Why not libfaketime: it leaves shared-memory files per process a killed run cannot name, it
+fakes the monotonic clocks too (a client skew here is a wall-clock skew, as in-process), and
+Go never calls the libc it hooks.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import shlex
 import subprocess
+import threading
 import time
 from typing import Any, Mapping, Sequence
 
@@ -67,6 +79,7 @@ class ExternalClient:
     has_fencing = True  # a client that sends no token (null) is simply not fenced
     servers = ("valkey", 1)  # replaced by -o servers (servers_for)
     forwards_options = True  # every -o option reaches the client process in its init, as given
+    clock_reads = ("every wall-clock read of the client process (vDSO patch); its monotonic clock stays true",)
     OPTIONS = (
         Option(name="command", type=str, default="", help="the client's command line (set by --client)"),
         Option(name="servers", type=str, default="valkey:1", help="KIND:COUNT of the lock service (set by --servers)"),
@@ -92,6 +105,12 @@ class ExternalClient:
         self.unsupported: set[str] = set()
         self.starts = 0
         self.log = os.environ.get(LOG_ENV)
+        self.io = threading.RLock()  # one request at a time on the child's pipes
+        self.clock = clock
+        self.closed = threading.Event()
+        self.ready_pid: int | None = None  # the child that has answered its init
+        self.follows_clock = clock is not None and clock.shared is not None and \
+            self.options.get("clock_target") == "clients"
 
     # -- the child ---------------------------------------------------------------------------
     def _start(self) -> None:
@@ -110,6 +129,7 @@ class ExternalClient:
         servers = [{"kind": n.kind, "name": n.name, "host": n.host, "port": n.port} for n in self.nodes]
         try:
             self._call({"op": "init", "servers": servers, "options": self.options}, START_S)
+            self.ready_pid = self.proc.pid
         except ClientBroke as e:
             raise BadArgument(f"the client `{shlex.join(self.argv)}` did not start: {e}{self._stderr_tail()}") from None
 
@@ -127,12 +147,11 @@ class ExternalClient:
 
     def _end(self, why: str) -> None:
         """End the child (after a hang, a bad line or its death); the next op starts a new one."""
-        p, self.proc = self.proc, None
+        with self.io:
+            p, self.proc = self.proc, None
         if p is None:
             return
-        if self.log:
-            with open(self.log, "a") as f:
-                f.write(f"external client pid {p.pid} ended: {why}\n")
+        self._note(f"external client pid {p.pid} ended: {why}")
         if p.poll() is None:
             p.kill()
         p.wait(5)
@@ -144,6 +163,10 @@ class ExternalClient:
 
     def _call(self, req: dict, timeout_s: float) -> dict:
         """Send one request and return its reply, or raise ClientBroke (the child is ended)."""
+        with self.io:
+            return self._exchange(req, timeout_s)
+
+    def _exchange(self, req: dict, timeout_s: float) -> dict:
         if self.proc is None:
             raise ClientBroke("the client is not running")
         self.next_id += 1
@@ -183,10 +206,69 @@ class ExternalClient:
             self._start()
         return self._call(req, timeout_s)
 
+    # -- the child's clock (clock-skew on clients) -------------------------------------------
+    def _follow_clock(self) -> None:
+        """Keep the child's wall clock at the offset the nemesis asks for, and read it back.
+
+        Patching needs no word from the child, so it takes effect at once, even in the middle
+        of an acquire; the read-back waits until the child is free (one request at a time)."""
+        from harness.cluster import timewarp
+
+        applied: tuple[int, float] | None = None  # (pid, offset) the running child has
+        read: tuple[int, float] | None = None  # what was last read back
+        while not self.closed.wait(0.02):
+            proc, want = self.proc, self.clock.offset
+            if proc is None or proc.pid != self.ready_pid:
+                continue  # patch only after init: until its exec is done a process has no vDSO of its own
+            if want == 0.0 and (applied is None or applied[0] != proc.pid):
+                applied = (proc.pid, 0.0)  # a new process: its clock is true, nothing to patch
+            elif applied != (proc.pid, want):
+                try:
+                    timewarp.set_offset(proc.pid, want)
+                    applied = (proc.pid, want)
+                except Exception as e:  # it died meanwhile (restarted next op), or ptrace refused
+                    self._note(f"the clock of client pid {proc.pid} did not move to {want:+.3f} s: {e}")
+                    self.closed.wait(0.5)
+                    continue
+            if read != (proc.pid, want) and applied == (proc.pid, want):
+                read = (proc.pid, want)
+                measured = self._read_clock(want)
+                if self.clock.offset == want:  # not already moved again while it answered
+                    self.clock.report(measured)
+
+    def _read_clock(self, want: float) -> float:
+        """The child's clock minus ours, once it answers `clock`; NaN when it could not answer
+        now, infinity when it never can (`clock` unsupported)."""
+        if "clock" in self.unsupported:
+            return math.inf
+        with self.io:
+            if self.proc is None or self.clock.offset != want:
+                return math.nan
+            before = time.time()
+            try:
+                rep = self._exchange({"op": "clock"}, self.op_timeout + MARGIN_S)
+            except ClientBroke:
+                return math.nan
+            after = time.time()
+        if rep["type"] == "unsupported":
+            self.unsupported.add("clock")
+            return math.inf
+        now_ms = rep.get("now_ms")
+        if rep["type"] != "ok" or not isinstance(now_ms, (int, float)) or isinstance(now_ms, bool):
+            return math.nan
+        return now_ms / 1000 - (before + after) / 2
+
+    def _note(self, line: str) -> None:
+        if self.log:
+            with open(self.log, "a") as f:
+                f.write(line + "\n")
+
     # -- LockClient --------------------------------------------------------------------------
     def open(self, nodes: Sequence[Node]) -> None:
         self.nodes = [n for n in nodes if n.role == "lock"]
         self._start()
+        if self.follows_clock:
+            threading.Thread(target=self._follow_clock, name="client-clock", daemon=True).start()
 
     def acquire(self, key: str, ttl_ms: int, timeout_s: float) -> Lease:
         start = time.monotonic_ns()
@@ -249,3 +331,4 @@ class ExternalClient:
             except ClientBroke:
                 pass
         self._end("closed")
+        self.closed.set()  # the clock thread, if any, ends

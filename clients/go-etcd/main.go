@@ -191,6 +191,8 @@ func handle(req request) reply {
 		return reply{"type": "ok", "held": ok && !sessionDone(l.session)}
 	case "renew":
 		return reply{"type": "unsupported"} // the session keeps the lease alive by itself
+	case "clock":
+		return reply{"type": "ok", "now_ms": time.Now().UnixMilli()} // the wall clock a clock skew moves
 	}
 	return reply{"type": "unsupported"}
 }

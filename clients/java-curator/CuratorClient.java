@@ -88,6 +88,7 @@ public class CuratorClient {
                     log("release of " + node + " returned normally, though the connection was suspended or lost while it was held");
                 return reply("ok");
             }
+            case "clock": return reply("ok").put("now_ms", System.currentTimeMillis());
             case "close": shutdown(); return reply("ok");
             default: return reply("unsupported"); // renew: the session keeps itself alive
         }

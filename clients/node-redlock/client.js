@@ -54,6 +54,8 @@ async function handle(req) {
         return isLockError(e) ? { type: 'fail', error: e.message } : { type: 'info', error: String(e) };
       }
     }
+    case 'clock':
+      return { type: 'ok', now_ms: Date.now() };
     case 'close':
       masters.forEach((m) => m.disconnect());
       return { type: 'ok', close: true };

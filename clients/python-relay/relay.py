@@ -52,6 +52,8 @@ def main() -> None:
             elif op == "held":
                 rep = ({"type": "ok", "held": client.still_held(leases[req["value"]])}
                        if isinstance(client, StillHeld) else {"type": "unsupported"})
+            elif op == "clock":
+                rep = {"type": "ok", "now_ms": time.time() * 1000}
             elif op == "close":
                 client.close()
                 print(json.dumps({"id": rid, "type": "ok"}), flush=True)

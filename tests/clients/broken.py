@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A lock client that breaks the protocol on purpose, one way per MODE, after a correct
 init: the harness must say what went wrong and restart it, never crash. MODE: badjson,
-hang, exit, wrongid, nostart, badtoken."""
+hang, exit, wrongid, nostart, badtoken. Its `clock` is always right (its wall clock)."""
 
 import json
 import sys
@@ -15,6 +15,8 @@ for line in sys.stdin:
     req = json.loads(line)
     if req["op"] == "init":
         print(json.dumps({"id": req["id"], "type": "ok"}), flush=True)
+    elif req["op"] == "clock":
+        print(json.dumps({"id": req["id"], "type": "ok", "now_ms": time.time() * 1000}), flush=True)
     elif req["op"] == "acquire":
         if mode == "badjson":
             print("this is not json", flush=True)

@@ -20,7 +20,7 @@ if shutil.which("node") is None or not (CLIENT / "node_modules" / "redlock").is_
 
 def test_it_passes_the_conformance_check():
     r = chaos("client-check", CMD, "--servers", "valkey:5")
-    assert r.returncode == 0 and r.stdout.count("PASS") == 9, r.stdout + r.stderr
+    assert r.returncode == 0 and r.stdout.count("PASS") == 10, r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("nemesis, valid", [("none", True), ("clock-skew", False), ("pause-holder", False)])

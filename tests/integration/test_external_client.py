@@ -69,7 +69,7 @@ def test_a_client_that_breaks_the_protocol_is_info_and_restarted(tmp_path, mode,
 def test_the_reference_clients_pass_the_conformance_check(command, servers):
     r = chaos("client-check", command, "--servers", servers)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.count("PASS") == 9 and "all steps passed" in r.stdout
+    assert r.stdout.count("PASS") == 10 and "all steps passed" in r.stdout
 
 
 @pytest.mark.parametrize("mode", ["badjson", "wrongid"])
