@@ -210,6 +210,13 @@ def list_cmd(show_options):
             said = ", ".join(o.name for o in opts) if opts else ("none" if opts is not None else "not declared (a plugin)")
             print(f"  {n:22} -o {said}" if opts else f"  {n:22} options: {said}")
     print("cluster:  -o " + ", ".join(o.name for o in options.CLUSTER_OPTIONS))
+    from workloads.external import REFERENCE_CLIENTS
+
+    print("clients (chaos run --client CMD --servers KIND:N; yours too, see docs/client-protocol.md):")
+    for c in REFERENCE_CLIENTS:
+        print(f"  {c.name:22} --client '{c.command}' --servers {c.servers}"
+              + ("" if c.built.exists() else "  (not built: make install)"))
+        print(f"  {'':22} {c.what}")
     if show_options:
         owners: dict[str, list[str]] = {}
         for kind, names, load in (("backend", plugins.backend_names(), plugins.backend_class),

@@ -28,6 +28,7 @@ from harness.cliargs import Seconds, check_writable_dir
 from harness.errors import BadArgument, BadHistory
 from harness.history import NEMESIS, Op, read_history
 from results.store import stamped_dir
+from workloads.external import reference_client
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,9 +123,6 @@ UNSAFE = Expect(verdict="unsafe", says="two holders at once, and data lost or a 
 FENCED = Expect(verdict="safe", says="stale writes all rejected by fencing, none accepted, no lost update",
                 holds=fencing_held)
 NOFENCE, FENCE = {"fencing": False}, {"fencing": True}
-CLIENTS = Path(__file__).resolve().parent.parent / "clients"  # the reference clients of the client protocol
-
-
 def external(command: str, servers: str, **options: str) -> dict:
     """The spec fields of a run that drives a reference client over the client protocol."""
     return {"backend": "external", "options": {"command": command, "servers": servers, **options}}
@@ -138,14 +136,14 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              variants={"nofence": (NOFENCE, Expect(verdict="unsafe", says="two holders at once", holds=overlaps))}),
     Scenario(name="node-redlock-clock-jump", doc="Node's redlock (npm 4.2.0) over the client protocol; a majority's "
                                                   "clocks jump forward past the TTL",
-             spec={**external(f"node {CLIENTS / 'node-redlock' / 'client.js'}", "valkey:5"), "nemesis": ("clock-skew",)},
+             spec={**external(reference_client("node-redlock").command, "valkey:5"), "nemesis": ("clock-skew",)},
              variants={"nofence": (NOFENCE, Expect(verdict="unsafe", says="two holders at once", holds=overlaps))}),
     Scenario(name="etcd-lock-pause", doc="etcd lease lock; the holder is paused past its lease (Jepsen etcd 3.4.3)",
              spec={"backend": "etcd", "nemesis": ("pause-holder",), "options": {"pause_multiple": "3"}},
              variants={"nofence": (NOFENCE, UNSAFE), "fenced": (FENCE, FENCED)}),
     Scenario(name="go-etcd-lock-pause", doc="etcd's own Go concurrency.Mutex over the client protocol; the holder "
                                              "(its keepalive too) is paused past its session",
-             spec={**external(str(CLIENTS / "go-etcd" / "bin" / "go-etcd"), "etcd:3", pause_multiple="3"),
+             spec={**external(reference_client("go-etcd").command, "etcd:3", pause_multiple="3"),
                    "nemesis": ("pause-holder",)},
              variants={"nofence": (NOFENCE, UNSAFE), "fenced": (FENCE, FENCED)}),
     Scenario(name="zk-session-expiry", doc="ZooKeeper queue lock; the holder is paused past its session timeout",
@@ -154,7 +152,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              variants={"nofence": (NOFENCE, UNSAFE), "fenced": (FENCE, FENCED)}),
     Scenario(name="curator-session-expiry", doc="Apache Curator's InterProcessMutex (Java) over the client protocol; "
                                                  "the holder is paused past its session timeout",
-             spec={**external(str(CLIENTS / "java-curator" / "bin" / "java-curator"), "zookeeper:3",
+             spec={**external(reference_client("java-curator").command, "zookeeper:3",
                               pause_multiple="2.5", session_timeout_ms="2000"), "nemesis": ("pause-holder",)},
              variants={"nofence": (NOFENCE, UNSAFE), "fenced": (FENCE, FENCED)}),
     Scenario(name="unsafe-release", doc="constant value + plain DEL; the paused holder wakes and deletes the next holder's lock",

@@ -45,6 +45,8 @@ import shlex
 import subprocess
 import threading
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from harness.cluster.base import Node
@@ -57,6 +59,38 @@ from workloads.base import Clock, Lease
 MARGIN_S = 2.0  # on top of an op's own timeout before the client counts as hung
 START_S = 20.0  # a client must answer init within this (a JVM needs a few seconds)
 LOG_ENV = "CHAOSLOCK_WORKER_LOG"  # the worker's log; the child's stderr goes beside it
+
+
+CLIENTS = Path(__file__).resolve().parent.parent / "clients"  # the reference clients, one folder each
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceClient:
+    """A lock client shipped in clients/ (built by `make install`), as `chaos list` shows it."""
+
+    name: str
+    command: str  # what --client takes
+    servers: str  # what --servers takes
+    built: Path  # exists once it is built
+    what: str
+
+
+REFERENCE_CLIENTS = (
+    ReferenceClient("go-etcd", str(CLIENTS / "go-etcd/bin/go-etcd"), "etcd:3", CLIENTS / "go-etcd/bin/go-etcd",
+                    "etcd's own Go clientv3/concurrency Mutex (etcd 3.4.23)"),
+    ReferenceClient("java-curator", str(CLIENTS / "java-curator/bin/java-curator"), "zookeeper:3",
+                    CLIENTS / "java-curator/bin/java-curator", "Apache Curator's InterProcessMutex (5.4.0)"),
+    ReferenceClient("node-redlock", f"node {CLIENTS / 'node-redlock/client.js'}", "valkey:5",
+                    CLIENTS / "node-redlock/node_modules", "redlock 4.2.0 from npm on ioredis, five masters"),
+    ReferenceClient("python-relay", f"python3 {CLIENTS / 'python-relay/relay.py'} --backend NAME", "KIND:N",
+                    CLIENTS / "python-relay/relay.py", "any built-in backend over the protocol"),
+    ReferenceClient("example-redis", f"python3 {CLIENTS / 'example-redis/client.py'}", "valkey:1",
+                    CLIENTS / "example-redis/client.py", "the 35-line example: SET NX PX on one Redis"),
+)
+
+
+def reference_client(name: str) -> ReferenceClient:
+    return next(c for c in REFERENCE_CLIENTS if c.name == name)
 
 
 class ClientBroke(Exception):

@@ -15,19 +15,15 @@ import pytest
 from harness.cluster import timewarp
 from tests.conftest import ROOT, chaos
 from workloads.base import Clock
-from workloads.external import ClientBroke, ExternalClient
+from workloads.external import ClientBroke, ExternalClient, reference_client
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(timewarp.supported() is not None, reason=f"{timewarp.supported()}")]
 
 BROKEN = f"python3 {ROOT / 'tests/clients/broken.py'}"
-CLIENTS = {
-    "go": (ROOT / "clients/go-etcd/bin/go-etcd", "", "etcd:3"),
-    "java": (ROOT / "clients/java-curator/bin/java-curator", "", "zookeeper:3"),
-    "node": (ROOT / "clients/node-redlock/node_modules", f"node {ROOT / 'clients/node-redlock/client.js'}", "valkey:5"),
-    "python": (ROOT / "clients/python-relay/relay.py", f"python3 {ROOT / 'clients/python-relay/relay.py'} --backend redis",
-               "valkey:1"),
-}
+CLIENTS = {"go": ("go-etcd", None), "java": ("java-curator", None), "node": ("node-redlock", None),
+           "python": ("python-relay", ("python-relay/relay.py --backend NAME", "python-relay/relay.py --backend redis"))}
+SERVERS = {"python-relay": "valkey:1"}
 
 
 def wait_read(reads, timeout=5.0):
@@ -71,10 +67,12 @@ def run(tmp_path, command, servers):
 
 @pytest.mark.parametrize("lang", sorted(CLIENTS))
 def test_each_reference_client_reads_back_the_skew_of_its_own_clock(tmp_path, lang):
-    built, command, servers = CLIENTS[lang]
-    if not built.exists():
-        pytest.skip(f"{built.relative_to(ROOT)} is not built: run make install")
-    s = run(tmp_path, command or str(built), servers)
+    name, edit = CLIENTS[lang]
+    client = reference_client(name)
+    if not client.built.exists():
+        pytest.skip(f"{client.built.relative_to(ROOT)} is not built: run make install")
+    command = client.command.replace(*edit) if edit else client.command
+    s = run(tmp_path, command, SERVERS.get(name, client.servers))
     pairs = bumps(s["run_dir"])
     assert pairs, "the nemesis bumped the clients' clocks"
     for asked, done in pairs:
