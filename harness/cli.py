@@ -55,6 +55,14 @@ def verdict_text(s: dict) -> str:
     lines = [f"{head}: " + "; ".join(parts)]
     if s.get("interrupted"):
         lines[0] += " (INTERRUPTED: this covers only the part that ran)"
+    from harness.checker.causes import cause_text
+
+    if viol and cause_text(s):
+        lines.append(f"  {viol} violation{'s' if viol != 1 else ''}: {cause_text(s)}")
+    late = [f"{s[k]} {f}{'s' if s[k] != 1 else ''}" for k, f in (("releases_ok_after_lease_lost", "release"),
+                                                            ("renews_ok_after_lease_lost", "renew")) if s.get(k)]
+    if late:
+        lines.append(f"  {' and '.join(late)} said ok after the lock was lost: the client cannot tell")
     if s.get("unknown_reason"):
         lines.append(f"  unknown because {s['unknown_reason']}")
     lines.append(f"  {s.get('critical_sections')} critical sections, acquires ok/fail/info "

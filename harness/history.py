@@ -45,6 +45,7 @@ class Op:
     token: int | None = None
     node: str | None = None
     error: str | None = None
+    valid_until_ns: int | None = None  # acquire/renew ok: until when the client believes its lease is valid
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -97,6 +98,9 @@ def check_fields(d: Any, where: str) -> None:
     tok = d.get("token")
     if tok is not None and not _is_int(tok):
         raise BadHistory(f"{where}: token must be an integer or null, got {_short(tok)}")
+    vu = d.get("valid_until_ns")
+    if vu is not None and (not _is_int(vu) or not 0 <= vu <= MAX_TIME_NS):
+        raise BadHistory(f"{where}: valid_until_ns must be a non-negative integer of nanoseconds or null, got {_short(vu)}")
     for k in ("key", "node", "error"):
         if d.get(k) is not None and not isinstance(d[k], str):
             raise BadHistory(f"{where}: {k} must be a string or null, got {_short(d[k])}")
@@ -125,7 +129,7 @@ def op_from_dict(d: dict, where: str = "") -> Op:
         raise BadHistory(f"{where}: type {d['type']!r} is not one of {', '.join(TYPES)}")
     if not isinstance(d["time_ns"], int):
         raise BadHistory(f"{where}: time_ns must be an integer of nanoseconds, got {d['time_ns']!r}")
-    known = {k: d.get(k) for k in ("index", "key", "value", "token", "node", "error")}
+    known = {k: d.get(k) for k in ("index", "key", "value", "token", "node", "error", "valid_until_ns")}
     return Op(
         index=int(known["index"]) if known["index"] is not None else -1,
         time_ns=d["time_ns"],
@@ -137,6 +141,7 @@ def op_from_dict(d: dict, where: str = "") -> Op:
         token=known["token"],
         node=known["node"],
         error=known["error"],
+        valid_until_ns=known["valid_until_ns"],
     )
 
 
@@ -210,7 +215,8 @@ def read_history(path: str | os.PathLike) -> list[Op]:
         if index is None:
             index = ops[-1].index + 1 if ops else 0
         op = Op(index=index, time_ns=d["time_ns"], process=d["process"], type=d["type"], f=d["f"],
-                key=d.get("key"), value=d.get("value"), token=d.get("token"), node=d.get("node"), error=d.get("error"))
+                key=d.get("key"), value=d.get("value"), token=d.get("token"), node=d.get("node"), error=d.get("error"),
+                valid_until_ns=d.get("valid_until_ns"))
         if ops and index <= ops[-1].index:
             _index_error(op, f"{p} line {n}", ops, line_of)
         proc = op.process
@@ -254,8 +260,10 @@ def _fields_ok(d: Any) -> bool:
         return False
     if type(ty) is not str or ty not in _TYPE_SET or type(d.get("f")) is not str:
         return False
-    i, tok = d.get("index"), d.get("token")
+    i, tok, vu = d.get("index"), d.get("token"), d.get("valid_until_ns")
     if (i is not None and (type(i) is not int or i < 0)) or (tok is not None and type(tok) is not int):
+        return False
+    if vu is not None and (type(vu) is not int or not 0 <= vu <= MAX_TIME_NS):
         return False
     return all(d.get(k) is None or type(d[k]) is str for k in ("key", "node", "error"))
 

@@ -36,6 +36,11 @@ class Expect:
     verdict: str  # "unsafe" | "safe": what the scenario should show
     says: str  # the expectation in words, printed next to what was observed
     holds: Callable[[dict, Sequence[Op]], bool]
+    causes: tuple[str, ...] | None = None  # the only causes its violations may have (harness/checker/causes.py)
+
+
+def with_causes(e: Expect, *causes: str) -> Expect:
+    return Expect(verdict=e.verdict, says=e.says, holds=e.holds, causes=causes)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,6 +128,17 @@ UNSAFE = Expect(verdict="unsafe", says="two holders at once, and data lost or a 
 FENCED = Expect(verdict="safe", says="stale writes all rejected by fencing, none accepted, no lost update",
                 holds=fencing_held)
 NOFENCE, FENCE = {"fencing": False}, {"fencing": True}
+CLOCK_JUMPED = Expect(verdict="unsafe", says="two holders at once, granted early by a server clock jump", holds=overlaps,
+                      causes=("early-server-clock",))
+
+
+def paused() -> dict:
+    """The variants of a holder paused past its lease: unsafe without fencing, safe with it,
+    and every violation the holder overrunning its lease while paused."""
+    return {"nofence": (NOFENCE, with_causes(UNSAFE, "overran-paused")),
+            "fenced": (FENCE, with_causes(FENCED, "overran-paused"))}
+
+
 def external(command: str, servers: str, **options: str) -> dict:
     """The spec fields of a run that drives a reference client over the client protocol."""
     return {"backend": "external", "options": {"command": command, "servers": servers, **options}}
@@ -130,35 +146,36 @@ def external(command: str, servers: str, **options: str) -> dict:
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     Scenario(name="gc-pause", doc="redis single instance; the holder is paused 2.5 x TTL right after it acquires",
              spec={"backend": "redis", "nemesis": ("pause-holder",), "options": {"pause_multiple": "2.5"}},
-             variants={"nofence": (NOFENCE, UNSAFE), "fenced": (FENCE, FENCED)}),
+             variants=paused()),
     Scenario(name="redlock-clock-jump", doc="Redlock on 5 nodes; a majority's clocks jump forward past the TTL",
              spec={"backend": "redlock", "nemesis": ("clock-skew",)},
-             variants={"nofence": (NOFENCE, Expect(verdict="unsafe", says="two holders at once", holds=overlaps))}),
+             variants={"nofence": (NOFENCE, CLOCK_JUMPED)}),
     Scenario(name="node-redlock-clock-jump", doc="Node's redlock (npm 4.2.0) over the client protocol; a majority's "
                                                   "clocks jump forward past the TTL",
              spec={**external(reference_client("node-redlock").command, "valkey:5"), "nemesis": ("clock-skew",)},
-             variants={"nofence": (NOFENCE, Expect(verdict="unsafe", says="two holders at once", holds=overlaps))}),
+             variants={"nofence": (NOFENCE, CLOCK_JUMPED)}),
     Scenario(name="etcd-lock-pause", doc="etcd lease lock; the holder is paused past its lease (Jepsen etcd 3.4.3)",
              spec={"backend": "etcd", "nemesis": ("pause-holder",), "options": {"pause_multiple": "3"}},
-             variants={"nofence": (NOFENCE, UNSAFE), "fenced": (FENCE, FENCED)}),
+             variants=paused()),
     Scenario(name="go-etcd-lock-pause", doc="etcd's own Go concurrency.Mutex over the client protocol; the holder "
                                              "(its keepalive too) is paused past its session",
              spec={**external(reference_client("go-etcd").command, "etcd:3", pause_multiple="3"),
                    "nemesis": ("pause-holder",)},
-             variants={"nofence": (NOFENCE, UNSAFE), "fenced": (FENCE, FENCED)}),
+             variants=paused()),
     Scenario(name="zk-session-expiry", doc="ZooKeeper queue lock; the holder is paused past its session timeout",
              spec={"backend": "zookeeper", "nemesis": ("pause-holder",),
                    "options": {"pause_multiple": "2.5", "session_timeout_ms": "2000"}},
-             variants={"nofence": (NOFENCE, UNSAFE), "fenced": (FENCE, FENCED)}),
+             variants=paused()),
     Scenario(name="curator-session-expiry", doc="Apache Curator's InterProcessMutex (Java) over the client protocol; "
                                                  "the holder is paused past its session timeout",
              spec={**external(reference_client("java-curator").command, "zookeeper:3",
                               pause_multiple="2.5", session_timeout_ms="2000"), "nemesis": ("pause-holder",)},
-             variants={"nofence": (NOFENCE, UNSAFE), "fenced": (FENCE, FENCED)}),
+             variants=paused()),
     Scenario(name="unsafe-release", doc="constant value + plain DEL; the paused holder wakes and deletes the next holder's lock",
              spec={"backend": "redis-unsafe-release", "nemesis": ("pause-holder",), "options": {"pause_multiple": "1.5"}},
              variants={"nofence": (NOFENCE, Expect(verdict="unsafe", says="a release deleted another holder's lock",
-                                                   holds=lambda s, h: foreign_releases(h) >= 1))}),
+                                                   holds=lambda s, h: foreign_releases(h) >= 1,
+                                                   causes=("overran-paused", "early-foreign-release")))}),
     Scenario(name="setnx-expire-crash", doc="SETNX then EXPIRE as two commands; a client crashes between them",
              spec={"backend": "redis-setnx-expire", "nemesis": (), "options": {"crash_between": "0.3"}},
              variants={"nofence": (NOFENCE, Expect(verdict="unsafe", says="after the crash the lock is never free again",
@@ -199,11 +216,16 @@ def judge(scenario: str, variant: str, seed: int, run_dir: Path) -> dict:
         ok = bool(expect.holds(summary, history))
     except Exception as e:  # a predicate that cannot decide is a miss, never a pass
         ok, errors = False, [f"{type(e).__name__}: {e}"]
+    causes = summary.get("violations_by_cause") or {}
+    wrong = [c for c in causes if c == "unexplained" or (expect.causes is not None and c not in expect.causes)]
+    if wrong:
+        ok = False
+        errors.append(f"violations caused by {', '.join(wrong)}; expected only {', '.join(expect.causes or ()) or 'explained causes'}")
     row = {"scenario": scenario, "variant": variant, "seed": seed, "expected": expect.verdict,
            "matched": ok, "violations": summary.get("violations"),
            "stale_accepted": summary.get("stale_writes_accepted"),
            "stale_rejected": summary.get("stale_writes_rejected"), "lost": summary.get("lost_updates"),
-           "first_violation_s": first_violation_s(results, history), "run_dir": str(run_dir)}
+           "first_violation_s": first_violation_s(results, history), "causes": causes, "run_dir": str(run_dir)}
     return dict(row, errors=errors) if errors else row
 
 
@@ -212,7 +234,9 @@ def describe(row: dict) -> str:
     return (f"{row['scenario']:24} {row['variant']:8} seed {row['seed']:3}  expected {row['expected']:6} ({says}): "
             f"{'MATCH' if row['matched'] else 'MISS '}  violations={row['violations']} stale accepted/rejected="
             f"{row['stale_accepted']}/{row['stale_rejected']} lost={row['lost']} "
-            f"first violation at {row['first_violation_s']} s")
+            f"first violation at {row['first_violation_s']} s"
+            + (f"; causes {', '.join(f'{k} {v}' for k, v in row['causes'].items())}" if row.get("causes") else "")
+            + (f"; {'; '.join(row['errors'])}" if row.get("errors") else ""))
 
 
 def run_scenario(sc: Scenario, seeds: Sequence[int], *, time_limit: float, store: str, echo=print,

@@ -158,7 +158,7 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random) -> bool:
         rec("info", "acquire", key=key, error=_err(e))
         _backoff(started, rng)
         return False
-    rec("ok", "acquire", key=key, value=lease.value, token=lease.token)
+    rec("ok", "acquire", key=key, value=lease.value, token=lease.token, valid_until_ns=lease.valid_until_ns)
     token = lease.token
     resource = f"{key}:counter"
     if not still_held(client, lease):
@@ -227,7 +227,7 @@ def work_renewing(spec, client, lease, rec: Recorder, rng: random.Random):
         except Exception as e:
             rec("info", "renew", key=lease.key, value=lease.value, error=_err(e))
             return lease, False
-        rec("ok", "renew", key=lease.key, value=lease.value, token=lease.token)
+        rec("ok", "renew", key=lease.key, value=lease.value, token=lease.token, valid_until_ns=lease.valid_until_ns)
     return lease, None
 
 

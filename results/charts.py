@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from harness.history import NEMESIS, Op, pair_ops
 from results import svg
-from results.svg import HELD, LEFT, PLOT_W, RED, WIDTH, Linear, esc
+from results.svg import DEADLINE, HELD, LEFT, PLOT_W, RED, WIDTH, Linear, esc
 
 MAX_POINTS = 5000
 NOT_CLIENTS = (NEMESIS, "final")  # "final" is the harness's closing read, not a lock client
@@ -121,7 +121,8 @@ def timeline(fr: Frame, doc: dict, history: Sequence[Op]) -> tuple[str, list[str
     top_nem = 34
     top = top_nem + LANE_STEP + 4
     bottom = top + LANE_STEP * max(len(lanes), 1)
-    parts = [svg.legend([("box", HELD, "lock held"), ("box", RED, "held by two at once (violation)")]
+    parts = [svg.legend([("box", HELD, "lock held"), ("box", RED, "held by two at once (violation)"),
+                         ("box", DEADLINE, "end of the lease, as its holder believed")]
                         + fault_legend(fr), LEFT, 16)]
     parts.append(fault_bands(fr, top_nem, bottom))
     parts.append(svg.x_axis(fr.x, top_nem, bottom, "time since start (s)"))
@@ -156,6 +157,13 @@ def timeline(fr: Frame, doc: dict, history: Sequence[Op]) -> tuple[str, list[str
         for x0, x1, title, open_ in bars:
             cls = "held open" if open_ else "held"
             parts.append(svg.rect(x0, y + 2, max(x1 - x0, 1.0), LANE_H - 4, cls=cls, title=title))
+        if len(bars) == n:  # no bar merged: each lease's deadline, as its holder believed it, is a tick
+            for w in by_lane.get(str(p), []):
+                if len(w) > 4 and isinstance(w[4], int):
+                    xd = fr.x(fr.s(w[4]))
+                    parts.append(svg.rect(xd - 1, y, 2, LANE_H, cls="deadline",
+                                          title=f"process {p}'s lease valid until {fr.s(w[4]):.3f} s, by its own "
+                                                f"reckoning; a bar past this tick overran it"))
         parts.append("</g>")
 
     mutex = doc.get("checkers", {}).get("mutex") or {}
@@ -167,7 +175,8 @@ def timeline(fr: Frame, doc: dict, history: Sequence[Op]) -> tuple[str, list[str
         x0, x1 = fr.x(s0), fr.x(s1)
         title = (f"violation: processes {a.get('process')} and {b.get('process')} both held the lock for "
                  f"{ov.get('overlap_ms')} ms, {s0:.3f} s to {s1:.3f} s (tokens {a.get('token')} and "
-                 f"{b.get('token')}; acquires #{a.get('index')} and #{b.get('index')})")
+                 f"{b.get('token')}; acquires #{a.get('index')} and #{b.get('index')})"
+                 + (f". {(ov.get('cause') or {}).get('detail')}" if (ov.get("cause") or {}).get("detail") else ""))
         for p in (a.get("process"), b.get("process")):
             if str(p) in row:
                 y = top + row[str(p)] * LANE_STEP

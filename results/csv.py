@@ -11,15 +11,21 @@ from harness.history import Op, pair_ops
 from nemesis.base import fault_intervals
 
 COLUMNS = ["index", "process", "f", "type", "key", "value", "token", "node", "error",
-           "invoke_s", "complete_s", "latency_ms", "nemesis_active"]
+           "invoke_s", "complete_s", "latency_ms", "nemesis_active", "cause"]
 
 
-def ops_frame(history: Sequence[Op]) -> pd.DataFrame:
-    """Completed ops with their latency and the faults active when they were invoked."""
+def ops_frame(history: Sequence[Op], causes: Sequence[Sequence] = ()) -> pd.DataFrame:
+    """Completed ops with their latency and the faults active when they were invoked; an
+    acquire that made a second holder has the violation's cause (harness/checker/causes.py)."""
+    by_grant: dict[int, list[str]] = {}
+    for _first, second, cause in causes:
+        if cause not in by_grant.setdefault(second, []):
+            by_grant[second].append(cause)
     t0 = min((o.time_ns for o in history), default=0)
     end_all = max((o.time_ns for o in history), default=0)
     rows, invoked = [], []
-    for inv, done in pair_ops(sorted(history, key=lambda o: (o.time_ns, o.index))):
+    pairs = list(pair_ops(sorted(history, key=lambda o: (o.time_ns, o.index))))
+    for inv, done in pairs:
         end = done.time_ns if done is not None else None
         invoked.append(inv.time_ns)
         rows.append({
@@ -32,7 +38,7 @@ def ops_frame(history: Sequence[Op]) -> pd.DataFrame:
             "complete_s": None if end is None else round((end - t0) / 1e9, 6),
             "latency_ms": None if end is None else round((end - inv.time_ns) / 1e6, 3),
         })
-    df = pd.DataFrame(rows, columns=[c for c in COLUMNS if c != "nemesis_active"])
+    df = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("nemesis_active", "cause")])
     # Few faults, many ops: one vectorised mask per fault interval.
     t = pd.Series(invoked, dtype="int64")
     active = pd.Series([""] * len(df), dtype=object)
@@ -40,8 +46,9 @@ def ops_frame(history: Sequence[Op]) -> pd.DataFrame:
         mask = (t >= iv["start_ns"]) & (t < (iv["end_ns"] or end_all + 1))
         active[mask] = active[mask].map(lambda a, f=iv["f"]: f if not a else (a if f in a.split("+") else f"{a}+{f}"))
     df["nemesis_active"] = active.values
+    df["cause"] = [("+".join(by_grant[d.index]) if d is not None and d.index in by_grant else "") for _, d in pairs]
     return df
 
 
-def write_ops_csv(history: Sequence[Op], path: Path) -> None:
-    ops_frame(history).to_csv(path, index=False)
+def write_ops_csv(history: Sequence[Op], path: Path, causes: Sequence[Sequence] = ()) -> None:
+    ops_frame(history, causes).to_csv(path, index=False)

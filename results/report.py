@@ -90,6 +90,10 @@ def verdict_card(spec: Any, doc: dict) -> str:
     failed = [n for n, v in (s.get("checkers") or {}).items() if v is False]
     unknown = [n for n, v in (s.get("checkers") or {}).items() if v not in (True, False)]
     why = []
+    from harness.checker.causes import cause_text
+
+    if cause_text(s):
+        why.append(f"{_num(viol)} violations: {cause_text(s)}")
     if failed:
         why.append(f"checkers that found a violation: {', '.join(failed)}")
     if unknown:
@@ -112,6 +116,42 @@ def verdict_card(spec: Any, doc: dict) -> str:
   <div class="cmd"><span class="k">reproduce</span> <code id="cmd">{esc(cmd)}</code>
     <button id="copy-cmd" type="button">copy</button></div>
 </section>"""
+
+
+def causes_section(fr: charts.Frame, doc: dict) -> str:
+    """One row per violation: who, when, for how long, and why (harness/checker/causes.py);
+    then the releases and renews that said ok after the lock was lost."""
+    from harness.checker.causes import cause_text
+
+    mutex = doc.get("checkers", {}).get("mutex") or {}
+    det, summ = mutex.get("details") or {}, mutex.get("summary") or {}
+    overlaps = det.get("overlaps") or []
+    late = [("release", e) for e in det.get("releases_ok_after_lease_lost") or []] + \
+           [("renew", e) for e in det.get("renews_ok_after_lease_lost") or []]
+    if not overlaps and not late:
+        return ""
+    out = []
+    said = cause_text(summ)
+    if said:
+        out.append(f"<p><b>{_num(summ.get('violations'))} violations: {esc(said)}.</b> A holder that overran its "
+                   f"lease is the design's known exposure (fencing is the defence); a grant while the earlier lease "
+                   f"was still valid needs a fault on the lock service to explain it, and without one it is a bug.</p>")
+    rows = []
+    for ov in overlaps:
+        a, b, c = ov.get("first") or {}, ov.get("second") or {}, ov.get("cause") or {}
+        t = fr.s(ov["start_ns"]) if isinstance(ov.get("start_ns"), int) else None
+        bad = c.get("cause") == "unexplained"
+        rows.append(f'<tr class="{"bad" if bad else ""}"><td>{f"{t:.3f} s" if t is not None else "—"}</td>'
+                    f'<td>{esc(a.get("process"))} → {esc(b.get("process"))}</td><td>{esc(ov.get("overlap_ms"))} ms</td>'
+                    f'<td>{esc(c.get("cause", "unknown"))}</td><td>{esc(c.get("detail", ""))}</td></tr>')
+    if rows:
+        out.append("<table><thead><tr><th>at</th><th>holders</th><th>overlap</th><th>cause</th><th>why</th></tr></thead>"
+                   f"<tbody>{''.join(rows)}</tbody></table>")
+    if late:
+        items = "".join(f"<li>{esc(f)} #{esc((e.get('op') or {}).get('index'))} by process "
+                        f"{esc((e.get('op') or {}).get('process'))} said ok {esc(e.get('why'))}</li>" for f, e in late)
+        out.append(f"<p>Ops that said ok after the lock was lost: the client cannot tell it lost the lock.</p><ul>{items}</ul>")
+    return "".join(out)
 
 
 def fencing_table(fr: charts.Frame, doc: dict) -> str:
@@ -282,6 +322,7 @@ def render(run_dir: Path, spec: Any, history: Sequence[Op], doc: dict) -> str:
         ("throughput", "Throughput", lambda: _chart(charts.throughput(fr),
          "Client ops that completed ok, per second of the run.")),
         ("clocks", "Clock offsets", lambda: clocks_section(fr)),
+        ("causes", "Why each violation happened", lambda: causes_section(fr, doc)),
         ("fencing", "Stale writes and fencing", lambda: fencing_table(fr, doc)),
         ("checkers", "Checkers", lambda: checkers_section(fr, spec, doc)),
         ("logs", "Node logs and files", lambda: logs_section(run_dir)),
@@ -376,7 +417,7 @@ svg .lane-label{font-size:12px;fill:#24292f}svg .bar-label{font-size:11px;fill:#
 svg .bar-label.dark{fill:#555}svg .legend{font-size:12px}
 svg .grid{stroke:#eceef1;stroke-width:1}svg .axis{stroke:#9aa1a9;stroke-width:1}
 svg .lane-bg{fill:#f7f8fa}svg .held{fill:#3b73b9}svg .held.open{fill:#8fb0dc}
-svg .violation{fill:#d62728;fill-opacity:.85;stroke:#8b0000;stroke-width:1}
+svg .violation{fill:#d62728;fill-opacity:.85;stroke:#8b0000;stroke-width:1}svg .deadline{fill:#f0a000}
 svg .q50{fill:none;stroke:#222;stroke-width:2}svg .q99{fill:none;stroke:#d62728;stroke-width:2;stroke-dasharray:6 3}
 svg .tput-all{fill:none;stroke:#2a7d4f;stroke-width:1.8}svg .tput-acq{fill:none;stroke:#3b73b9;stroke-width:1.5}
 svg .clock-line{fill:none;stroke-linejoin:round}

@@ -22,6 +22,7 @@ PLOT_W = WIDTH - LEFT - RIGHT
 
 RED = "#d62728"
 HELD = "#3b73b9"
+DEADLINE = "#f0a000"  # the end of a lease, as its holder believed it
 GRID = "#e3e6ea"
 INK = "#333"
 # Faults we know get fixed colours, so a reader learns them once; others hash to a palette.

@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from harness.checker.base import CheckResult
+from harness.checker.causes import Attribution, by_cause
 from harness.history import NEMESIS, Op, begins_hold, ends_hold, pair_ops
 
 MAX_LISTED = 200
+MAX_CAUSES = 20_000  # (first, second, cause) of each violation, compact, for ops.csv
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,13 +78,36 @@ def check_mutex(spec: Any, history: Sequence[Op]) -> CheckResult:
                                  "overlap_ms": round((end - w.start_ns) / 1e6, 3)})
         active.append(w)
     renewed = renewed_while_other_held(history, wins)
+    why = Attribution(spec, history)
+    for o in overlaps:
+        o["cause"] = why.cause(o["first"]["index"], o["second"]["index"])
+    late = why.late_oks(history)
+    causes = [o["cause"] for o in overlaps]
+    unexplained = sum(c["cause"] == "unexplained" for c in causes)
+    spans: dict[str, list[float]] = {}
+    for c in causes:
+        if "past_lease_s" in c:
+            lo_hi = spans.setdefault(c["cause"], [c["past_lease_s"], c["past_lease_s"]])
+            lo_hi[0], lo_hi[1] = min(lo_hi[0], c["past_lease_s"]), max(lo_hi[1], c["past_lease_s"])
     return CheckResult(
         name="mutex", valid=not overlaps,
         summary={"violations": len(overlaps), "windows": len(wins), "renewed_while_other_held": len(renewed),
-                 "max_overlap_ms": max((o["overlap_ms"] for o in overlaps), default=0.0)},
+                 "max_overlap_ms": max((o["overlap_ms"] for o in overlaps), default=0.0),
+                 "violations_by_cause": by_cause(causes), "unexplained": unexplained,
+                 "past_lease_s_by_cause": spans,
+                 "releases_ok_after_lease_lost": len(late["release"]), "renews_ok_after_lease_lost": len(late["renew"])},
         details={"overlaps": overlaps[:MAX_LISTED], "listed": min(len(overlaps), MAX_LISTED),
                  "renewed_while_other_held": renewed[:MAX_LISTED],
-                 "windows": [[w.process, w.start_ns, w.end_ns, w.token] for w in wins]})
+                 "causes": [[o["first"]["index"], o["second"]["index"], o["cause"]["cause"]] for o in overlaps[:MAX_CAUSES]],
+                 "releases_ok_after_lease_lost": late["release"][:MAX_LISTED],
+                 "renews_ok_after_lease_lost": late["renew"][:MAX_LISTED],
+                 "windows": [[w.process, w.start_ns, w.end_ns, w.token, _deadline(why, w)] for w in wins]})
+
+
+def _deadline(why: Attribution, w: Window) -> int | None:
+    """The last validity the holder of window w was told of (drawn on its bar in the report)."""
+    h = why.holds.get(w.acquire.index)
+    return h.deadline_at(h.end_ns) if h is not None else None
 
 
 def renewed_while_other_held(history: Sequence[Op], wins: Sequence[Window]) -> list[dict]:
@@ -115,15 +140,17 @@ def lease_history(history: Sequence[Op]) -> list[Op]:
     return [replace(o, type="ok") if (o.f == "release" and o.type == "fail") else o for o in history]
 
 
-def _acquire_times(history: Sequence[Op]) -> tuple[list[int], list[Any]]:
-    oks = sorted((o.time_ns, o.process) for o in history if o.f == "acquire" and o.type == "ok")
-    return [t for t, _ in oks], [p for _, p in oks]
+def _acquire_times(history: Sequence[Op]) -> tuple[list[int], list[Any], list[int]]:
+    oks = sorted((o.time_ns, o.process, o.index) for o in history if o.f == "acquire" and o.type == "ok")
+    return [t for t, _, _ in oks], [p for _, p, _ in oks], [i for _, _, i in oks]
 
 
 def check_writes(spec: Any, history: Sequence[Op]) -> CheckResult:
     """Stale writes accepted/rejected and lost updates, from the history alone."""
-    times, procs = _acquire_times(history)
+    times, procs, indexes = _acquire_times(history)
     last_acquire: dict[Any, int] = {}
+    last_index: dict[Any, int] = {}
+    why = Attribution(spec, history)
     stale_accepted, stale_rejected = [], []
     ok_writes = info_writes = 0
     final = None
@@ -134,6 +161,7 @@ def check_writes(spec: Any, history: Sequence[Op]) -> CheckResult:
             continue
         if inv.f == "acquire" and done is not None and done.type == "ok":
             last_acquire[inv.process] = done.time_ns
+            last_index[inv.process] = done.index
         if inv.f == "read" and inv.process == "final" and done is not None and done.type == "ok":
             final = done.value
         if inv.f != "write" or inv.process == "final":
@@ -149,8 +177,12 @@ def check_writes(spec: Any, history: Sequence[Op]) -> CheckResult:
         if mine is None:
             continue
         lo, hi = bisect.bisect_right(times, mine), bisect.bisect_left(times, inv.time_ns)
-        if any(procs[i] != inv.process for i in range(lo, hi)):
-            entry = {"write": _brief(inv), "outcome": kind, "token": inv.token}
+        later = next((i for i in range(lo, hi) if procs[i] != inv.process), None)
+        if later is not None:
+            # the violation it belongs to: its writer's hold and the first hold that superseded it
+            entry = {"write": _brief(inv), "outcome": kind, "token": inv.token,
+                     "violation": {"first": last_index[inv.process], "second": indexes[later],
+                                   "cause": why.cause(last_index[inv.process], indexes[later])["cause"]}}
             if kind == "ok":
                 stale_accepted.append(entry)
             elif kind == "fail" and done.error == "stale-token":

@@ -117,6 +117,8 @@ class Runner:
             row["valid"] = _vstr(summary.get("valid"))
             for k in CSV_FIELDS[5:12]:
                 row[k] = summary.get(k, "")
+            row["unexplained"] = summary.get("unexplained", "")
+            row["causes"] = ";".join(f"{k}={v}" for k, v in (summary.get("violations_by_cause") or {}).items())
             row["error"] = "; ".join(summary.get("errors") or [])[:300]
         elif not row["error"]:
             tail = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]

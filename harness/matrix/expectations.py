@@ -77,8 +77,12 @@ class Expectations:
                     if unknown:
                         raise BadArgument(f"{where(table + (k,))}: unknown nemesis {unknown[0]!r}; choose one of: {', '.join(sorted(nemeses))}")
                     check_values(table + (k,), v, False)
+                elif k == "unexplained":
+                    if not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+                        raise BadArgument(f"{where(table, k)}: unexplained is how many UNEXPLAINED violations a run may "
+                                          f"have, a whole number such as 0, not {v!r}")
                 elif k not in ("expect", "nofence", "fenced"):
-                    raise BadArgument(f"{where(table, k)}: unknown key {k!r}; use expect, nofence or fenced")
+                    raise BadArgument(f"{where(table, k)}: unknown key {k!r}; use expect, nofence, fenced or unexplained")
                 elif v not in VERDICTS:
                     raise BadArgument(f"{where(table, k)}: {v!r} is not a verdict; use one of: {', '.join(VERDICTS)}")
 
@@ -98,6 +102,16 @@ class Expectations:
                 if isinstance(t.get(k), str):
                     return t[k]
         return "either"
+
+    def unexplained(self, backend: str, nemesis: str) -> int | None:
+        """How many UNEXPLAINED violations (harness/checker/causes.py) a run of the cell may
+        have, or None for no limit: even an unsafe cell must not break in a way its design
+        does not account for (a regression in a lock client already known to be unsafe)."""
+        b = self.tables.get(backend, {})
+        for t in (b.get(nemesis, {}), b, self.tables.get("default", {})):
+            if isinstance(t.get("unexplained"), int):
+                return t["unexplained"]
+        return None
 
 
 def default_expectations() -> Path | None:

@@ -53,6 +53,8 @@ def _seed_html(r: dict, base: Path) -> str:
     for k in ("stale_writes_accepted", "stale_writes_rejected"):
         if r.get(k) not in (None, "", 0, "0"):
             text += f", {r[k]} stale {k.rsplit('_', 1)[1]}"
+    if r.get("causes"):
+        text += f" ({r['causes'].replace(';', ', ').replace('=', ' ')})"
     report = Path(r["run_dir"]) / "report.html" if r.get("run_dir") else None
     if report is not None and report.exists():
         return f"<a href='{e(os.path.relpath(report, base))}'>{e(text)}</a>"

@@ -1,0 +1,315 @@
+"""Why each mutual-exclusion violation happened: the design's known exposure, or a bug.
+
+Derived only from the history: the validity each holder believed it had (`valid_until_ns`
+on its acquire and renew oks) and the nemesis ops that were recorded, never from the test's
+name. For two holders at once, A (the earlier) and B (the later):
+
+- **holder overran its lease** (`overran-*`): B was granted after A's own validity had ended,
+  and A went on as holder. Why A was late: it was paused (`overran-paused`: a pause-holder
+  of its worker covers the overrun), cut off from the servers (`overran-cut-off`), or
+  neither (`overran-no-fault`: a slow machine, the articles' GC pause for real). The design
+  promised nothing past the lease; fencing is the defence.
+- **granted while the lease was still valid** (`early-*`): B's acquire returned before A's
+  validity ended. That breaks the lock's own promise, so it must be accounted for by a fault
+  on the lock service that covers the moment (from A's acquire to B's grant): a release by a
+  process that did not hold the lock (`early-foreign-release`), a jump of the clocks of as
+  many servers as the design needs, on a server whose expiry reads the moved clock
+  (`early-server-clock`), a restart of a server that keeps no data (`early-restart`), a
+  partition under a session-based design (`early-partition`), or a skew of A's or B's own
+  clock (`early-client-clock`). With none of these: **`unexplained`**, a bug in the client
+  or the server.
+- `unknown`: A's validity was not recorded (an older or a foreign history).
+
+Conservative by rule: a fault counts only when its recorded interval (from its invoke to the
+completion of the op that heals it, or the end of the history) meets the moment; a fault
+elsewhere in the run explains nothing. A fault op that failed did not happen; one that is
+`info` may have, and counts.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from harness.history import NEMESIS, Op
+
+CAUSES = {
+    "overran-paused": "holder overran its lease (paused)",
+    "overran-cut-off": "holder overran its lease (cut off from the servers)",
+    "overran-no-fault": "holder overran its lease (delayed, no fault: a slow machine)",
+    "early-foreign-release": "granted early: released by a process that did not hold the lock",
+    "early-server-clock": "granted early: server clock jump",
+    "early-restart": "granted early: a server restarted without its data",
+    "early-partition": "granted early: a partition (session-based design)",
+    "early-client-clock": "granted early: a client's clock was skewed",
+    "unexplained": "UNEXPLAINED: granted while the lease was valid, with no fault to account for it (a bug in the client or the server)",
+    "unknown": "cause unknown: the holder's validity was not recorded",
+}
+FENCING = "fencing is the defence: a store that checks tokens refuses the late holder's writes"
+
+_CLIENT = re.compile(r"c(\d+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    f: str  # its start op's f
+    start_ns: int
+    end_ns: int
+    targets: frozenset  # node names, client names (c1..) or worker indexes (pause-holder)
+
+    def meets(self, lo: int, hi: int) -> bool:
+        return self.start_ns <= hi and lo <= self.end_ns
+
+
+def faults_of(history: Sequence[Op]) -> list[Fault]:
+    """Every fault the nemesis recorded (not the failed ones), from its invoke to the
+    completion of the op that healed it (nemesis.base.fault_intervals), with its targets."""
+    from nemesis.base import fault_intervals
+
+    end_of_history = max((o.time_ns for o in history), default=0)
+    return [Fault(f=iv["f"], start_ns=iv["start_ns"], end_ns=iv["end_ns"] if iv["end_ns"] is not None else end_of_history,
+                  targets=frozenset(_targets(iv["f"], iv["value"]))) for iv in fault_intervals(history)]
+
+
+def _targets(f: str, v: Any) -> list:
+    if f == "pause-holder" and isinstance(v, dict):
+        return [v.get("worker")]
+    if f == "partition-client":
+        return [v["client"]] if isinstance(v, dict) and isinstance(v.get("client"), str) else ["@any-client"]
+    if f == "partition":
+        return ["@all"]
+    if isinstance(v, list):  # pause, kill: the nodes
+        return [str(n) for n in v]
+    if isinstance(v, dict) and isinstance(v.get("nodes"), list):  # clock-strobe, clock-drift
+        return [str(n) for n in v["nodes"]]
+    if f == "clock-bump" and isinstance(v, dict):
+        return [str(n) for n in v]
+    return []
+
+
+def is_client(name: Any) -> bool:
+    return isinstance(name, str) and _CLIENT.match(name) is not None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hold:
+    """One process's time as holder, with what it believed about its lease."""
+
+    process: Any
+    invoke_ns: int  # its acquire's invoke
+    start_ns: int  # its acquire's ok
+    end_ns: int  # its release's invoke, or the end of the history
+    acquire: Op
+    deadlines: tuple[tuple[int, int], ...]  # (time_ns, valid_until_ns) of its acquire and renew oks
+
+    def deadline_at(self, t: int) -> int | None:
+        """The latest validity it had been told of by time t (None if never recorded)."""
+        i = bisect.bisect_right(self.deadlines, (t, 2**63))
+        return max((d for _, d in self.deadlines[:i]), default=None)
+
+
+class Attribution:
+    """Causes for the overlaps of one history (see the module doc)."""
+
+    def __init__(self, spec: Any, history: Sequence[Op]):
+        self.concurrency = max(1, int(getattr(spec, "concurrency", 1) or 1))
+        self.kind, self.n_servers, self.wall_expiry, self.persists = _service(spec)
+        self.faults = faults_of(history)
+        self.end_of_history = max((o.time_ns for o in history), default=0)
+        self.holds: dict[int, Hold] = {}  # by the index of the acquire ok
+        self.releases: list[Op] = []  # ok releases, invoked at: (invoke time, process)
+        self._build(history)
+
+    def _build(self, history: Sequence[Op]) -> None:
+        invoke: dict[Any, Op] = {}
+        current: dict[Any, tuple[Op, Op, list]] = {}
+        for op in sorted(history, key=lambda o: (o.time_ns, o.index)):
+            if op.process == NEMESIS or op.process == "final":
+                continue
+            if op.type == "invoke":
+                invoke[op.process] = op
+                if op.f == "release" and op.process in current:
+                    self._close(op.process, current.pop(op.process), op.time_ns)
+                continue
+            inv = invoke.get(op.process)
+            if op.f == "acquire" and op.type == "ok":
+                current[op.process] = (inv or op, op, [(op.time_ns, op.valid_until_ns)] if op.valid_until_ns else [])
+            elif op.f == "renew" and op.type == "ok" and op.process in current and op.valid_until_ns:
+                current[op.process][2].append((op.time_ns, op.valid_until_ns))
+            elif op.f == "release" and op.type == "ok" and inv is not None:
+                self.releases.append(inv)
+        for p, held in current.items():
+            self._close(p, held, self.end_of_history)
+        self.releases.sort(key=lambda o: o.time_ns)
+        self.release_times = [o.time_ns for o in self.releases]
+
+    def _close(self, process: Any, held: tuple[Op, Op, list], end_ns: int) -> None:
+        inv, ok, deadlines = held
+        self.holds[ok.index] = Hold(process=process, invoke_ns=inv.time_ns, start_ns=ok.time_ns, end_ns=end_ns,
+                                    acquire=ok, deadlines=tuple(deadlines))
+
+    def worker(self, process: Any) -> int | None:
+        return process % self.concurrency if isinstance(process, int) else None
+
+    # -- the causes ------------------------------------------------------------------------
+    def cause(self, first_index: int, second_index: int) -> dict:
+        """The cause of the overlap of the hold begun by acquire op `first_index` with the later
+        one begun by `second_index`: {"cause": slug, "detail": sentence, ...}."""
+        a, b = self.holds.get(first_index), self.holds.get(second_index)
+        if a is None or b is None:
+            return {"cause": "unknown", "detail": CAUSES["unknown"]}
+        deadline = a.deadline_at(b.start_ns)
+        if deadline is None:
+            return {"cause": "unknown", "detail": CAUSES["unknown"]}
+        if deadline < b.start_ns:
+            return self._overran(a, b, deadline)
+        return self._early(a, b, deadline)
+
+    def _overran(self, a: Hold, b: Hold, deadline: int) -> dict:
+        past_s = round((a.end_ns - deadline) / 1e9, 3)
+        w = self.worker(a.process)
+        out = {"past_lease_s": past_s, "granted_after_lease_s": round((b.start_ns - deadline) / 1e9, 3)}
+        paused = [f for f in self.faults if f.f == "pause-holder" and w in f.targets and f.meets(a.start_ns, a.end_ns)]
+        if paused:
+            p = paused[0]
+            return {"cause": "overran-paused", **out, "paused_s": round((min(p.end_ns, a.end_ns) - p.start_ns) / 1e9, 3),
+                    "detail": f"{CAUSES['overran-paused']}: process {a.process} was paused and went on "
+                              f"{past_s:g} s past its lease; {FENCING}"}
+        cut = [f for f in self.faults if f.f == "partition-client" and f.meets(a.start_ns, a.end_ns)
+               and (f"c{w + 1}" in f.targets or "@any-client" in f.targets)]
+        if cut:
+            return {"cause": "overran-cut-off", **out,
+                    "detail": f"{CAUSES['overran-cut-off']}: process {a.process} went on {past_s:g} s past its "
+                              f"lease while cut off; {FENCING}"}
+        return {"cause": "overran-no-fault", **out,
+                "detail": f"{CAUSES['overran-no-fault']}: process {a.process} went on {past_s:g} s past its lease "
+                          f"with no fault recorded on it; {FENCING}"}
+
+    def _early(self, a: Hold, b: Hold, deadline: int) -> dict:
+        lo, hi = a.invoke_ns, b.start_ns
+        left_s = round((deadline - b.start_ns) / 1e9, 3)
+        found: list[tuple[str, str]] = []
+        k = bisect.bisect_left(self.release_times, a.start_ns)
+        foreign = [r for r in self.releases[k:bisect.bisect_right(self.release_times, hi)]
+                   if r.process not in (a.process, b.process)]
+        if foreign:
+            found.append(("early-foreign-release", f"process {foreign[0].process} released the lock while process "
+                                                   f"{a.process} held it"))
+        if self.wall_expiry:
+            need = 1 if self.n_servers <= 1 else self.n_servers // 2 + 1
+            for f in self.faults:
+                servers = [t for t in f.targets if not is_client(t)]
+                if f.f.startswith("clock-") and servers and f.meets(lo, hi) and len(servers) >= need:
+                    found.append(("early-server-clock", f"the clocks of {len(servers)} of {self.n_servers} servers "
+                                                        f"jumped ({need} needed to expire the key)"))
+                    break
+        if not self.persists and any(f.f == "kill" and f.meets(lo, hi) for f in self.faults):
+            found.append(("early-restart", "a server was killed and restarted without its data"))
+        if self.kind in ("etcd", "zookeeper") and any(f.f in ("partition", "partition-client") and f.meets(lo, hi)
+                                                      for f in self.faults):
+            found.append(("early-partition", "a partition covers the moment"))
+        mine = {f"c{self.worker(p) + 1}" for p in (a.process, b.process) if self.worker(p) is not None}
+        skewed = next((f for f in self.faults if f.f.startswith("clock-") and mine & f.targets and f.meets(lo, hi)), None)
+        if skewed is not None:
+            found.append(("early-client-clock", f"the clock of {', '.join(sorted(mine & skewed.targets))} was skewed"))
+        base = {"lease_left_s": left_s}
+        if not found:
+            return {"cause": "unexplained", **base,
+                    "detail": f"{CAUSES['unexplained']}: process {b.process} was granted the lock {left_s:g} s before "
+                              f"process {a.process}'s lease ended"}
+        slug, why = found[0]
+        return {"cause": slug, **base, "also": [s for s, _ in found[1:]],
+                "detail": f"{CAUSES[slug]}: {why}; process {b.process} was granted the lock {left_s:g} s before "
+                          f"process {a.process}'s lease ended"}
+
+    # -- releases and renews that should not have said ok ------------------------------------
+    def late_oks(self, history: Sequence[Op]) -> dict[str, list[dict]]:
+        """Releases and renews that said ok after the client's own lease had ended, or while
+        another process held the lock: the client cannot tell it lost the lock."""
+        holds = sorted(self.holds.values(), key=lambda h: h.start_ns)
+        starts = [h.start_ns for h in holds]
+        reach = []  # reach[i]: the latest end among holds[0..i], to stop a backwards scan early
+        for h in holds:
+            reach.append(max(h.end_ns, reach[-1]) if reach else h.end_ns)
+        own: dict[Any, list[Hold]] = {}
+        for h in holds:
+            own.setdefault(h.process, []).append(h)
+        own_starts = {p: [h.start_ns for h in hs] for p, hs in own.items()}
+        found: dict[str, list[dict]] = {"release": [], "renew": []}
+        invoke: dict[Any, Op] = {}
+        for op in sorted(history, key=lambda o: (o.time_ns, o.index)):
+            if op.process in (NEMESIS, "final"):
+                continue
+            if op.type == "invoke":
+                invoke[op.process] = op
+                continue
+            if op.f not in found or op.type != "ok" or op.process not in invoke:
+                continue
+            t = invoke[op.process].time_ns
+            mine_list = own.get(op.process, [])
+            j = bisect.bisect_right(own_starts.get(op.process, []), t) - 1
+            if j < 0:
+                continue
+            deadline = mine_list[j].deadline_at(t)
+            other = None
+            i = bisect.bisect_left(starts, t) - 1
+            while i >= 0 and reach[i] > t:
+                h = holds[i]
+                if h.process != op.process and h.end_ns > t and (h.deadline_at(t) or t) >= t:
+                    other = h  # it held the lock, by its own valid lease (not a late holder that overran)
+                    break
+                i -= 1
+            why = []
+            if deadline is not None and t > deadline:
+                why.append(f"{(t - deadline) / 1e9:.3f} s after its own lease had ended")
+            if other is not None:
+                why.append(f"while process {other.process} held the lock under a valid lease")
+            if why:
+                found[op.f].append({"op": {"index": op.index, "process": op.process, "f": op.f, "time_ns": op.time_ns},
+                                    "why": " and ".join(why)})
+        return found
+
+
+def _service(spec: Any) -> tuple[str | None, int, bool, bool]:
+    """(server kind, count, whether expiry reads a clock the nemesis moves, whether data survives a restart)."""
+    from harness.options import CLUSTER_OPTIONS, read
+
+    options = getattr(spec, "options", None) or {}
+    try:
+        from harness.cluster.kinds import faketime_moves, servers_of
+
+        kind, n = servers_of(getattr(spec, "backend", None), options)
+        wall = faketime_moves(kind, options)
+    except Exception:  # a foreign history's spec: no service known
+        return None, 0, False, True
+    try:
+        appendonly = bool(read(options, CLUSTER_OPTIONS[0]))
+    except Exception:
+        appendonly = False
+    return kind, n, wall, kind != "valkey" or appendonly
+
+
+def by_cause(causes: Sequence[dict]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in causes:
+        out[c["cause"]] = out.get(c["cause"], 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def cause_text(summary: dict) -> str | None:
+    """'8 violations: 6 holder overran its lease (paused 2.1-4.0 s past it), 2 UNEXPLAINED'."""
+    counts = summary.get("violations_by_cause") or {}
+    if not counts:
+        return None
+    spans = summary.get("past_lease_s_by_cause") or {}
+    parts = []
+    for slug, n in counts.items():
+        label = CAUSES.get(slug, slug).split(":")[0]
+        span = spans.get(slug)
+        if span and slug.startswith("overran"):
+            label = label.replace(")", f", {span[0]:g}-{span[1]:g} s past it)") if span[0] != span[1] else \
+                label.replace(")", f", {span[0]:g} s past it)")
+        parts.append(f"{n} {label}")
+    return ", ".join(parts)
