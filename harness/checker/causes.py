@@ -47,6 +47,18 @@ CAUSES = {
     "unexplained": "UNEXPLAINED: granted while the lease was valid, with no fault to account for it (a bug in the client or the server)",
     "unknown": "cause unknown: the holder's validity was not recorded",
 }
+SHORT = {  # as the summary line counts them
+    "overran-paused": "holder overran its lease (paused)",
+    "overran-cut-off": "holder overran its lease (cut off)",
+    "overran-no-fault": "holder overran its lease (no fault: a slow machine)",
+    "early-foreign-release": "granted early (a foreign release)",
+    "early-server-clock": "granted early (server clock jump)",
+    "early-restart": "granted early (restart without data)",
+    "early-partition": "granted early (partition)",
+    "early-client-clock": "granted early (client clock skew)",
+    "unexplained": "UNEXPLAINED",
+    "unknown": "cause unknown",
+}
 FENCING = "fencing is the defence: a store that checks tokens refuses the late holder's writes"
 
 _CLIENT = re.compile(r"c(\d+)$")
@@ -119,12 +131,12 @@ class Attribution:
         self.faults = faults_of(history)
         self.end_of_history = max((o.time_ns for o in history), default=0)
         self.holds: dict[int, Hold] = {}  # by the index of the acquire ok
-        self.releases: list[Op] = []  # ok releases, invoked at: (invoke time, process)
         self._build(history)
 
     def _build(self, history: Sequence[Op]) -> None:
         invoke: dict[Any, Op] = {}
         current: dict[Any, tuple[Op, Op, list]] = {}
+        said_ok: list[tuple[Op, Op]] = []
         for op in sorted(history, key=lambda o: (o.time_ns, o.index)):
             if op.process == NEMESIS or op.process == "final":
                 continue
@@ -138,12 +150,43 @@ class Attribution:
                 current[op.process] = (inv or op, op, [(op.time_ns, op.valid_until_ns)] if op.valid_until_ns else [])
             elif op.f == "renew" and op.type == "ok" and op.process in current and op.valid_until_ns:
                 current[op.process][2].append((op.time_ns, op.valid_until_ns))
-            elif op.f == "release" and op.type == "ok" and inv is not None:
-                self.releases.append(inv)
+            if op.f in ("release", "renew") and op.type == "ok" and inv is not None:
+                said_ok.append((inv, op))
         for p, held in current.items():
             self._close(p, held, self.end_of_history)
-        self.releases.sort(key=lambda o: o.time_ns)
-        self.release_times = [o.time_ns for o in self.releases]
+        holds = sorted(self.holds.values(), key=lambda h: h.start_ns)
+        self._starts = [h.start_ns for h in holds]
+        self._procs = [h.process for h in holds]
+        self._own: dict[Any, list[Hold]] = {}
+        for h in holds:
+            self._own.setdefault(h.process, []).append(h)
+        self._own_starts = {p: [h.start_ns for h in hs] for p, hs in self._own.items()}
+        # ok releases and renews of a lock already lost: the client could not tell
+        self.late: list[tuple[Op, Op, str]] = []
+        for inv, done in said_ok:
+            why = self.lost(inv.process, inv.time_ns)
+            if why:
+                self.late.append((inv, done, why))
+        self.foreign = sorted((inv for inv, done, _ in self.late if done.f == "release"), key=lambda o: o.time_ns)
+        self.foreign_times = [o.time_ns for o in self.foreign]
+
+    def lost(self, process: Any, t: int) -> str | None:
+        """Why `process` no longer held the lock at time t, by the history alone (None if it
+        did): its own lease had ended, or another process had acquired since its acquire."""
+        mine = self._own.get(process, [])
+        j = bisect.bisect_right(self._own_starts.get(process, []), t) - 1
+        if j < 0:
+            return None
+        h = mine[j]
+        why = []
+        deadline = h.deadline_at(t)
+        if deadline is not None and t > deadline:
+            why.append(f"{(t - deadline) / 1e9:.3f} s after its own lease had ended")
+        lo, hi = bisect.bisect_right(self._starts, h.start_ns), bisect.bisect_left(self._starts, t)
+        other = next((self._procs[i] for i in range(lo, hi) if self._procs[i] != process), None)
+        if other is not None:
+            why.append(f"after process {other} had acquired the lock")
+        return " and ".join(why) or None
 
     def _close(self, process: Any, held: tuple[Op, Op, list], end_ns: int) -> None:
         inv, ok, deadlines = held
@@ -191,12 +234,12 @@ class Attribution:
         lo, hi = a.invoke_ns, b.start_ns
         left_s = round((deadline - b.start_ns) / 1e9, 3)
         found: list[tuple[str, str]] = []
-        k = bisect.bisect_left(self.release_times, a.start_ns)
-        foreign = [r for r in self.releases[k:bisect.bisect_right(self.release_times, hi)]
+        k = bisect.bisect_left(self.foreign_times, a.start_ns)
+        foreign = [r for r in self.foreign[k:bisect.bisect_right(self.foreign_times, hi)]
                    if r.process not in (a.process, b.process)]
         if foreign:
-            found.append(("early-foreign-release", f"process {foreign[0].process} released the lock while process "
-                                                   f"{a.process} held it"))
+            found.append(("early-foreign-release", f"process {foreign[0].process}, which had lost the lock, released it "
+                                                   f"while process {a.process} held it"))
         if self.wall_expiry:
             need = 1 if self.n_servers <= 1 else self.n_servers // 2 + 1
             for f in self.faults:
@@ -225,50 +268,12 @@ class Attribution:
                           f"process {a.process}'s lease ended"}
 
     # -- releases and renews that should not have said ok ------------------------------------
-    def late_oks(self, history: Sequence[Op]) -> dict[str, list[dict]]:
-        """Releases and renews that said ok after the client's own lease had ended, or while
-        another process held the lock: the client cannot tell it lost the lock."""
-        holds = sorted(self.holds.values(), key=lambda h: h.start_ns)
-        starts = [h.start_ns for h in holds]
-        reach = []  # reach[i]: the latest end among holds[0..i], to stop a backwards scan early
-        for h in holds:
-            reach.append(max(h.end_ns, reach[-1]) if reach else h.end_ns)
-        own: dict[Any, list[Hold]] = {}
-        for h in holds:
-            own.setdefault(h.process, []).append(h)
-        own_starts = {p: [h.start_ns for h in hs] for p, hs in own.items()}
+    def late_oks(self) -> dict[str, list[dict]]:
+        """Releases and renews that said ok although the lock was already lost (see `lost`)."""
         found: dict[str, list[dict]] = {"release": [], "renew": []}
-        invoke: dict[Any, Op] = {}
-        for op in sorted(history, key=lambda o: (o.time_ns, o.index)):
-            if op.process in (NEMESIS, "final"):
-                continue
-            if op.type == "invoke":
-                invoke[op.process] = op
-                continue
-            if op.f not in found or op.type != "ok" or op.process not in invoke:
-                continue
-            t = invoke[op.process].time_ns
-            mine_list = own.get(op.process, [])
-            j = bisect.bisect_right(own_starts.get(op.process, []), t) - 1
-            if j < 0:
-                continue
-            deadline = mine_list[j].deadline_at(t)
-            other = None
-            i = bisect.bisect_left(starts, t) - 1
-            while i >= 0 and reach[i] > t:
-                h = holds[i]
-                if h.process != op.process and h.end_ns > t and (h.deadline_at(t) or t) >= t:
-                    other = h  # it held the lock, by its own valid lease (not a late holder that overran)
-                    break
-                i -= 1
-            why = []
-            if deadline is not None and t > deadline:
-                why.append(f"{(t - deadline) / 1e9:.3f} s after its own lease had ended")
-            if other is not None:
-                why.append(f"while process {other.process} held the lock under a valid lease")
-            if why:
-                found[op.f].append({"op": {"index": op.index, "process": op.process, "f": op.f, "time_ns": op.time_ns},
-                                    "why": " and ".join(why)})
+        for inv, done, why in self.late:
+            found[done.f].append({"op": {"index": done.index, "process": done.process, "f": done.f,
+                                         "time_ns": done.time_ns}, "why": why})
         return found
 
 
@@ -306,7 +311,7 @@ def cause_text(summary: dict) -> str | None:
     spans = summary.get("past_lease_s_by_cause") or {}
     parts = []
     for slug, n in counts.items():
-        label = CAUSES.get(slug, slug).split(":")[0]
+        label = SHORT.get(slug, slug)
         span = spans.get(slug)
         if span and slug.startswith("overran"):
             label = label.replace(")", f", {span[0]:g}-{span[1]:g} s past it)") if span[0] != span[1] else \

@@ -81,7 +81,7 @@ def check_mutex(spec: Any, history: Sequence[Op]) -> CheckResult:
     why = Attribution(spec, history)
     for o in overlaps:
         o["cause"] = why.cause(o["first"]["index"], o["second"]["index"])
-    late = why.late_oks(history)
+    late = why.late_oks()
     causes = [o["cause"] for o in overlaps]
     unexplained = sum(c["cause"] == "unexplained" for c in causes)
     spans: dict[str, list[float]] = {}
