@@ -76,13 +76,34 @@ class Fault:
 
 
 def faults_of(history: Sequence[Op]) -> list[Fault]:
-    """Every fault the nemesis recorded (not the failed ones), from its invoke to the
-    completion of the op that healed it (nemesis.base.fault_intervals), with its targets."""
-    from nemesis.base import fault_intervals
+    """Every fault the nemesis recorded (not the failed ones), each from its invoke to the
+    completion of the first op that heals its kind (nemesis.base.HEALS), with its targets.
+    Unlike the report's bands, two faults of one kind that overlap stay two faults."""
+    from harness.history import pair_ops
+    from nemesis.base import HEALS
 
+    healed_by: dict[str, str] = {}
+    for heal, starts in HEALS.items():
+        for f in (starts,) if isinstance(starts, str) else starts:
+            healed_by[f] = heal
+    nem = sorted((o for o in history if o.process == NEMESIS), key=lambda o: (o.time_ns, o.index))
     end_of_history = max((o.time_ns for o in history), default=0)
-    return [Fault(f=iv["f"], start_ns=iv["start_ns"], end_ns=iv["end_ns"] if iv["end_ns"] is not None else end_of_history,
-                  targets=frozenset(_targets(iv["f"], iv["value"]))) for iv in fault_intervals(history)]
+    heals: dict[str, list[int]] = {}
+    for inv, done in pair_ops(nem):
+        if inv.f in HEALS and done is not None:
+            heals.setdefault(inv.f, []).append(done.time_ns)
+    for ends in heals.values():
+        ends.sort()
+    out = []
+    for inv, done in pair_ops(nem):
+        if inv.f not in healed_by or (done is not None and done.type == "fail"):
+            continue
+        ends = heals.get(healed_by[inv.f], [])
+        k = bisect.bisect_right(ends, inv.time_ns)
+        value = done.value if done is not None and done.value is not None else inv.value
+        out.append(Fault(f=inv.f, start_ns=inv.time_ns, end_ns=ends[k] if k < len(ends) else end_of_history,
+                         targets=frozenset(_targets(inv.f, value))))
+    return out
 
 
 def _targets(f: str, v: Any) -> list:
