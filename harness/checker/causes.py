@@ -11,13 +11,14 @@ name. For two holders at once, A (the earlier) and B (the later):
   promised nothing past the lease; fencing is the defence.
 - **granted while the lease was still valid** (`early-*`): B's acquire returned before A's
   validity ended. That breaks the lock's own promise, so it must be accounted for by a fault
-  on the lock service that covers the moment (from A's acquire to B's grant): a release by a
-  process that did not hold the lock (`early-foreign-release`), a jump of the clocks of as
-  many servers as the design needs, on a server whose expiry reads the moved clock
+  that covers the moment (from A's acquire to B's grant), named in this order: a jump of the
+  clocks of as many servers as the design needs, on servers whose expiry reads the moved clock
   (`early-server-clock`), a restart of a server that keeps no data (`early-restart`), a
-  partition under a session-based design (`early-partition`), or a skew of A's or B's own
-  clock (`early-client-clock`). With none of these: **`unexplained`**, a bug in the client
-  or the server.
+  partition under a session-based design (`early-partition`), a skew of A's or B's own clock
+  (`early-client-clock`), or an ok release by a process that was not the rightful holder: it
+  had lost the lock, or got it only through an earlier violation (`early-foreign-release`,
+  the misuse backends; last, because a holder a clock jump let in releases in good faith).
+  With none of these: **`unexplained`**, a bug in the client or the server.
 - `unknown`: A's validity was not recorded (an older or a foreign history).
 
 Conservative by rule: a fault counts only when its recorded interval (from its invoke to the
@@ -175,7 +176,7 @@ class Attribution:
                 said_ok.append((inv, op))
         for p, held in current.items():
             self._close(p, held, self.end_of_history)
-        holds = sorted(self.holds.values(), key=lambda h: h.start_ns)
+        holds = self._holds_sorted = sorted(self.holds.values(), key=lambda h: h.start_ns)
         self._starts = [h.start_ns for h in holds]
         self._procs = [h.process for h in holds]
         self._own: dict[Any, list[Hold]] = {}
@@ -188,8 +189,28 @@ class Attribution:
             why = self.lost(inv.process, inv.time_ns)
             if why:
                 self.late.append((inv, done, why))
-        self.foreign = sorted((inv for inv, done, _ in self.late if done.f == "release"), key=lambda o: o.time_ns)
-        self.foreign_times = [o.time_ns for o in self.foreign]
+        # Releases by a process that was not the rightful holder: it had lost the lock, or it
+        # got the lock only through an earlier violation (granted while another's lease was valid).
+        late = {inv.index for inv, _, _ in self.late}
+        self.foreign = sorted(((inv, done) for inv, done in said_ok if done.f == "release" and (
+            inv.index in late or not self._rightful(inv.process, inv.time_ns))), key=lambda r: r[0].time_ns)
+        self.foreign_times = [inv.time_ns for inv, _ in self.foreign]
+
+    def _rightful(self, process: Any, t: int) -> bool:
+        """Whether the hold `process` had at time t was granted while no other lease was valid."""
+        j = bisect.bisect_right(self._own_starts.get(process, []), t) - 1
+        if j < 0:
+            return False
+        x = self._own[process][j]
+        i = bisect.bisect_left(self._starts, x.start_ns) - 1
+        for _ in range(256):  # the holds granted just before it (a longer look changes nothing in practice)
+            if i < 0:
+                break
+            y = self._holds_sorted[i]
+            if y.process != process and y.end_ns > x.start_ns and (y.deadline_at(x.start_ns) or 0) >= x.start_ns:
+                return False
+            i -= 1
+        return True
 
     def lost(self, process: Any, t: int) -> str | None:
         """Why `process` no longer held the lock at time t, by the history alone (None if it
@@ -255,12 +276,11 @@ class Attribution:
         lo, hi = a.invoke_ns, b.start_ns
         left_s = round((deadline - b.start_ns) / 1e9, 3)
         found: list[tuple[str, str]] = []
-        k = bisect.bisect_left(self.foreign_times, a.start_ns)
-        foreign = [r for r in self.foreign[k:bisect.bisect_right(self.foreign_times, hi)]
-                   if r.process not in (a.process, b.process)]
-        if foreign:
-            found.append(("early-foreign-release", f"process {foreign[0].process}, which had lost the lock, released it "
-                                                   f"while process {a.process} held it"))
+        # a release acts between its invoke and its completion: one that may have acted after A's
+        # acquire was invoked and before B was granted
+        k = bisect.bisect_left(self.foreign_times, a.invoke_ns - 60 * 10**9)
+        foreign = [inv for inv, done in self.foreign[k:bisect.bisect_right(self.foreign_times, hi)]
+                   if inv.process != a.process and done.time_ns >= a.invoke_ns]  # B's own release may have let B in
         if self.wall_expiry:
             need = 1 if self.n_servers <= 1 else self.n_servers // 2 + 1
             for f in self.faults:
@@ -278,6 +298,10 @@ class Attribution:
         skewed = next((f for f in self.faults if f.f.startswith("clock-") and mine & f.targets and f.meets(lo, hi)), None)
         if skewed is not None:
             found.append(("early-client-clock", f"the clock of {', '.join(sorted(mine & skewed.targets))} was skewed"))
+        if foreign:  # after the faults: a release by a holder a clock jump let in is the jump's doing
+            found.append(("early-foreign-release", f"process {foreign[0].process}, which was not the rightful holder "
+                                                   f"(it had lost the lock, or got it through an earlier violation), "
+                                                   f"released it while process {a.process} held it"))
         base = {"lease_left_s": left_s}
         if not found:
             return {"cause": "unexplained", **base,

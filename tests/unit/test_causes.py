@@ -153,9 +153,9 @@ def test_a_release_by_a_process_that_had_lost_the_lock_explains_the_next_early_g
     assert got == {"overran-no-fault", "early-foreign-release"}, got
 
 
-def test_a_release_within_its_own_valid_lease_is_not_foreign():
-    # the clock-jump pattern: 1 is granted early (a clock jump), releases its own lock in time;
-    # 2 is then granted while 0 is still valid: the jump explains both, not a foreign release
+def test_a_clock_jump_not_the_release_of_the_holder_it_let_in_explains_the_next_early_grant():
+    # the clock-jump pattern: 1 is granted early (a clock jump) and releases in good faith; 2 is
+    # then granted while 0 is still valid: the jump explains both (the release comes second)
     jump = {f"n{i}": 5.0 for i in (1, 2, 3)}
     h = (H("redlock").acquire(0, 0, 0.01, valid=5).fault("clock-bump", 0.5, jump, "clock-reset", 3.5)
          .acquire(1, 0.9, 1.0, valid=3).release(1, 1.5).acquire(2, 1.6, 2.0, valid=4).release(0, 3).release(2, 3.2))
