@@ -192,15 +192,23 @@ class Attribution:
         # Releases by a process that was not the rightful holder: it had lost the lock, or it
         # got the lock only through an earlier violation (granted while another's lease was valid).
         late = {inv.index for inv, _, _ in self.late}
-        self.foreign = sorted(((inv, done) for inv, done in said_ok if done.f == "release" and (
-            inv.index in late or not self._rightful(inv.process, inv.time_ns))), key=lambda r: r[0].time_ns)
-        self.foreign_times = [inv.time_ns for inv, _ in self.foreign]
+        self.foreign: list[tuple[Op, Op, tuple[int, int] | None]] = []  # (invoke, ok, the violation it came through)
+        for inv, done in said_ok:
+            if done.f != "release":
+                continue
+            through = self._wrongful(inv.process, inv.time_ns)
+            if inv.index in late or through is not None:
+                self.foreign.append((inv, done, None if inv.index in late else through))
+        self.foreign.sort(key=lambda r: r[0].time_ns)
+        self.foreign_times = [inv.time_ns for inv, _, _ in self.foreign]
+        self._memo: dict[tuple[int, int], dict] = {}
 
-    def _rightful(self, process: Any, t: int) -> bool:
-        """Whether the hold `process` had at time t was granted while no other lease was valid."""
+    def _wrongful(self, process: Any, t: int) -> tuple[int, int] | None:
+        """If the hold `process` had at time t was granted while another lease was still valid,
+        that earlier violation (as acquire indexes (earlier, this)); else None."""
         j = bisect.bisect_right(self._own_starts.get(process, []), t) - 1
         if j < 0:
-            return False
+            return None
         x = self._own[process][j]
         i = bisect.bisect_left(self._starts, x.start_ns) - 1
         for _ in range(256):  # the holds granted just before it (a longer look changes nothing in practice)
@@ -208,9 +216,9 @@ class Attribution:
                 break
             y = self._holds_sorted[i]
             if y.process != process and y.end_ns > x.start_ns and (y.deadline_at(x.start_ns) or 0) >= x.start_ns:
-                return False
+                return (y.acquire.index, x.acquire.index)
             i -= 1
-        return True
+        return None
 
     def lost(self, process: Any, t: int) -> str | None:
         """Why `process` no longer held the lock at time t, by the history alone (None if it
@@ -242,6 +250,12 @@ class Attribution:
     def cause(self, first_index: int, second_index: int) -> dict:
         """The cause of the overlap of the hold begun by acquire op `first_index` with the later
         one begun by `second_index`: {"cause": slug, "detail": sentence, ...}."""
+        key = (first_index, second_index)
+        if key not in self._memo:
+            self._memo[key] = self._cause(first_index, second_index)
+        return self._memo[key]
+
+    def _cause(self, first_index: int, second_index: int) -> dict:
         a, b = self.holds.get(first_index), self.holds.get(second_index)
         if a is None or b is None:
             return {"cause": "unknown", "detail": CAUSES["unknown"]}
@@ -279,7 +293,7 @@ class Attribution:
         # a release acts between its invoke and its completion: one that may have acted after A's
         # acquire was invoked and before B was granted
         k = bisect.bisect_left(self.foreign_times, a.invoke_ns - 60 * 10**9)
-        foreign = [inv for inv, done in self.foreign[k:bisect.bisect_right(self.foreign_times, hi)]
+        foreign = [(inv, through) for inv, done, through in self.foreign[k:bisect.bisect_right(self.foreign_times, hi)]
                    if inv.process != a.process and done.time_ns >= a.invoke_ns]  # B's own release may have let B in
         if self.wall_expiry:
             need = 1 if self.n_servers <= 1 else self.n_servers // 2 + 1
@@ -298,11 +312,20 @@ class Attribution:
         skewed = next((f for f in self.faults if f.f.startswith("clock-") and mine & f.targets and f.meets(lo, hi)), None)
         if skewed is not None:
             found.append(("early-client-clock", f"the clock of {', '.join(sorted(mine & skewed.targets))} was skewed"))
-        if foreign:  # after the faults: a release by a holder a clock jump let in is the jump's doing
-            found.append(("early-foreign-release", f"process {foreign[0].process}, which was not the rightful holder "
-                                                   f"(it had lost the lock, or got it through an earlier violation), "
-                                                   f"released it while process {a.process} held it"))
         base = {"lease_left_s": left_s}
+        lost = next((inv for inv, through in foreign if through is None), None)
+        if not found and lost is not None:
+            found.append(("early-foreign-release", f"process {lost.process}, which had lost the lock, released it "
+                                                   f"while process {a.process} held it"))
+        elif not found and foreign:
+            # released by a holder that got the lock through an earlier violation: that one's cause
+            inv, through = foreign[0]
+            earlier = self.cause(*through)
+            return dict(earlier, **base, follows=list(through),
+                        detail=f"{CAUSES.get(earlier['cause'], earlier['cause'])}, again: process {inv.process}, which "
+                               f"got the lock through an earlier violation (acquires #{through[0]} and #{through[1]}), "
+                               f"released it while process {a.process} held it; process {b.process} was granted the "
+                               f"lock {left_s:g} s before process {a.process}'s lease ended")
         if not found:
             return {"cause": "unexplained", **base,
                     "detail": f"{CAUSES['unexplained']}: process {b.process} was granted the lock {left_s:g} s before "
