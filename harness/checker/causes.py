@@ -221,22 +221,22 @@ class Attribution:
         return None
 
     def lost(self, process: Any, t: int) -> str | None:
-        """Why `process` no longer held the lock at time t, by the history alone (None if it
-        did): its own lease had ended, or another process had acquired since its acquire."""
+        """Why `process` had certainly lost the lock by time t (None if not): another process
+        was granted it after its own acquire. Its own validity having ended is not enough by
+        itself (a validity is a conservative estimate; the server may still hold the key, or a
+        session may still be alive), so it is only added to the reason."""
         mine = self._own.get(process, [])
         j = bisect.bisect_right(self._own_starts.get(process, []), t) - 1
         if j < 0:
             return None
         h = mine[j]
-        why = []
-        deadline = h.deadline_at(t)
-        if deadline is not None and t > deadline:
-            why.append(f"{(t - deadline) / 1e9:.3f} s after its own lease had ended")
         lo, hi = bisect.bisect_right(self._starts, h.start_ns), bisect.bisect_left(self._starts, t)
         other = next((self._procs[i] for i in range(lo, hi) if self._procs[i] != process), None)
-        if other is not None:
-            why.append(f"after process {other} had acquired the lock")
-        return " and ".join(why) or None
+        if other is None:
+            return None
+        deadline = h.deadline_at(t)
+        ended = f", {(t - deadline) / 1e9:.3f} s after its own lease had ended" if deadline is not None and t > deadline else ""
+        return f"after process {other} had acquired the lock{ended}"
 
     def _close(self, process: Any, held: tuple[Op, Op, list], end_ns: int) -> None:
         inv, ok, deadlines = held

@@ -48,3 +48,5 @@ def test_curator_under_a_pause_past_its_session(tmp_path, fencing, valid):
     resumed = next(i for i, o in enumerate(ops) if o["f"] == "resume-holder" and o["type"] == "ok")
     release = next(o for o in ops[resumed:] if o["process"] == paused and o["f"] == "release" and o["type"] != "invoke")
     assert release["type"] == "ok", f"Curator's release() after its node was deleted: {release}"
+    assert set(s["violations_by_cause"]) == {"overran-paused"}, s["violations_by_cause"]
+    assert s["releases_ok_after_lease_lost"] >= 1, "the report shows that Curator's release() cannot tell"

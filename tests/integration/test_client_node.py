@@ -32,3 +32,5 @@ def test_redlock_from_npm_without_faults_and_under_clock_jumps_and_a_gc_pause(tm
     s = json.loads(r.stdout.strip().splitlines()[-1])
     assert s["valid"] is valid, r.stderr[-1500:]
     assert s["critical_sections"] >= 5
+    expected = {"none": set(), "clock-skew": {"early-server-clock"}, "pause-holder": {"overran-paused"}}[nemesis]
+    assert set(s["violations_by_cause"]) == expected, s["violations_by_cause"]

@@ -62,6 +62,8 @@ def test_clock_skew_breaks_redlock_with_a_fixed_seed(tmp_path):
     s = _summary(r)
     assert r.returncode == 1, r.stderr[-2000:]
     assert s["valid"] is False and s["violations"] >= 1
+    assert set(s["violations_by_cause"]) == {"early-server-clock"} and s["unexplained"] == 0, s["violations_by_cause"]
+    assert "granted early (server clock jump)" in chaos("check", s["run_dir"]).stdout, "chaos check says it too"
     history = [json.loads(line) for line in open(s["run_dir"] + "/history.jsonl")]
     bumps = [o for o in history if o["process"] == "nemesis" and o["f"] == "clock-bump" and o["type"] == "ok"]
     assert bumps and all(abs(v - 2.5 * 2) <= 3 for b in bumps for v in b["value"].values())

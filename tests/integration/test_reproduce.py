@@ -24,6 +24,7 @@ def test_gc_pause_reaches_both_expected_verdicts(tmp_path):
     assert set(by_variant) == {"nofence", "fenced"} and all(row["matched"] for row in rows)
     unsafe, safe = by_variant["nofence"], by_variant["fenced"]
     assert unsafe["violations"] >= 1 and (unsafe["stale_accepted"] >= 1 or unsafe["lost"] >= 1)
+    assert set(unsafe["causes"]) == {"overran-paused"} and set(safe["causes"]) == {"overran-paused"}, rows
     assert safe["stale_rejected"] >= 1 and safe["stale_accepted"] == 0 and safe["lost"] == 0
     assert unsafe["first_violation_s"] is not None and unsafe["first_violation_s"] > 0
     assert re.search(r"MATCH .*\n.*MATCH", r.stdout)

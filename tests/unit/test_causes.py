@@ -168,13 +168,9 @@ def test_without_recorded_validity_the_cause_is_unknown():
 
 
 # -- releases and renews that said ok after the lock was lost ----------------------------------
-def test_a_release_ok_after_the_client_s_own_lease_ended_is_a_finding():
+def test_a_release_ok_after_its_own_validity_but_before_anyone_else_acquired_is_not_a_finding():
+    # the validity is the client's conservative estimate: the server may still have held the key
     _, r = H().acquire(0, 0, 0.01, valid=2).release(0, 3.0).causes()
-    assert r.summary["releases_ok_after_lease_lost"] == 1
-    assert "after its own lease had ended" in r.details["releases_ok_after_lease_lost"][0]["why"]
-    _, r = H().acquire(0, 0, 0.01, valid=2).release(0, 3.0, type_="fail").causes()
-    assert r.summary["releases_ok_after_lease_lost"] == 0, "a release that says fail can tell"
-    _, r = H().acquire(0, 0, 0.01, valid=2).release(0, 1.0).causes()
     assert r.summary["releases_ok_after_lease_lost"] == 0
 
 
@@ -182,11 +178,16 @@ def test_a_release_ok_after_another_process_acquired_is_a_finding_but_not_the_ne
     _, r = overrun(H()).causes()
     late = r.details["releases_ok_after_lease_lost"]
     assert [e["op"]["process"] for e in late] == [0] and "process 1 had acquired" in late[0]["why"]
+    assert "after its own lease had ended" in late[0]["why"]
+    _, r = overrun(H()).release(0, 7.0, type_="fail").causes()
+    assert len(r.details["releases_ok_after_lease_lost"]) == 1, "a release that says fail can tell"
 
 
-def test_a_renew_ok_after_the_lease_ended_is_a_finding():
-    _, r = H().acquire(0, 0, 0.01, valid=2).renew(0, 2.5, valid=4).release(0, 3).causes()
-    assert r.summary["renews_ok_after_lease_lost"] == 1 and r.summary["releases_ok_after_lease_lost"] == 0
+def test_a_renew_ok_after_another_process_acquired_is_a_finding():
+    h = H().acquire(0, 0, 0.01, valid=2).acquire(1, 1, 2.5, valid=5).renew(0, 3.0, valid=6).release(0, 3.5).release(1, 4)
+    _, r = h.causes()
+    assert r.summary["renews_ok_after_lease_lost"] == 1
+    assert "process 1 had acquired" in r.details["renews_ok_after_lease_lost"][0]["why"]
 
 
 # -- the data, and the words -----------------------------------------------------------------

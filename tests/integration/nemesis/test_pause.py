@@ -159,6 +159,7 @@ def test_pause_holder_run(tmp_path):
     assert [o["value"]["worker"] for o in planned] == [o["value"]["worker"] for o in pauses]
     assert all(o["value"].get("workers", []) == [] for o in resumes if o not in planned)
     assert summary["violations"] >= 1, summary
+    assert set(summary["violations_by_cause"]) == {"overran-paused"}, summary["violations_by_cause"]
     # Every pause that took effect stopped its process inside the critical section: the
     # process's last lock op before the stop is an ok acquire, not a release.
     for p in pauses:
