@@ -143,6 +143,7 @@ class ExternalClient:
         self.clock = clock
         self.closed = threading.Event()
         self.ready_pid: int | None = None  # the child that has answered its init
+        self.read_pending: float | None = None  # an offset whose read-back is still to be asked
         self.follows_clock = clock is not None and clock.shared is not None and \
             self.options.get("clock_target") == "clients"
 
@@ -198,6 +199,10 @@ class ExternalClient:
     def _call(self, req: dict, timeout_s: float) -> dict:
         """Send one request and return its reply, or raise ClientBroke (the child is ended)."""
         with self.io:
+            if self.read_pending is not None:
+                self._read_pending()
+                if self.proc is None:
+                    raise ClientBroke("the client broke while it told its clock")
             return self._exchange(req, timeout_s)
 
     def _exchange(self, req: dict, timeout_s: float) -> dict:
@@ -266,31 +271,41 @@ class ExternalClient:
                     continue
             if read != (proc.pid, want) and applied == (proc.pid, want):
                 read = (proc.pid, want)
-                measured = self._read_clock(want)
-                if self.clock.offset == want:  # not already moved again while it answered
-                    self.clock.report(measured)
+                self.read_pending = want  # read back by this thread if the child is free, else before the next op
+                if self.io.acquire(timeout=0.05):
+                    try:
+                        self._read_pending()
+                    finally:
+                        self.io.release()
 
-    def _read_clock(self, want: float) -> float:
-        """The child's clock minus ours, once it answers `clock`; NaN when it could not answer
-        now, infinity when it never can (`clock` unsupported)."""
+    def _read_pending(self) -> None:
+        """With the pipes held: ask the child its clock if a read-back is pending, and report
+        the child's clock minus ours (NaN when it could not answer, infinity when it never can:
+        `clock` unsupported). Done before the next op at the latest, so a busy client (one
+        acquire after another) cannot starve it."""
+        want, self.read_pending = self.read_pending, None
+        if want is None or self.clock.offset != want or self.proc is None:
+            return
         if "clock" in self.unsupported:
-            return math.inf
-        with self.io:
-            if self.proc is None or self.clock.offset != want:
-                return math.nan
-            before = time.time()
-            try:
-                rep = self._exchange({"op": "clock"}, self.op_timeout + MARGIN_S)
-            except ClientBroke:
-                return math.nan
-            after = time.time()
+            self.clock.report(math.inf)
+            return
+        before = time.time()
+        try:
+            rep = self._exchange({"op": "clock"}, self.op_timeout + MARGIN_S)
+        except ClientBroke:
+            self.clock.report(math.nan)
+            return
+        after = time.time()
+        now_ms = rep.get("now_ms")
         if rep["type"] == "unsupported":
             self.unsupported.add("clock")
-            return math.inf
-        now_ms = rep.get("now_ms")
-        if rep["type"] != "ok" or not isinstance(now_ms, (int, float)) or isinstance(now_ms, bool):
-            return math.nan
-        return now_ms / 1000 - (before + after) / 2
+            measured = math.inf
+        elif rep["type"] != "ok" or not isinstance(now_ms, (int, float)) or isinstance(now_ms, bool):
+            measured = math.nan
+        else:
+            measured = now_ms / 1000 - (before + after) / 2
+        if self.clock.offset == want:  # not already moved again while it answered
+            self.clock.report(measured)
 
     def _note(self, line: str) -> None:
         if self.log:
