@@ -24,7 +24,7 @@ def run(tmp_path, *args):
 
 @pytest.mark.parametrize("fencing, valid", [([], False), (["--fencing"], True)])
 def test_the_relay_reaches_the_in_process_verdicts_under_a_gc_pause(tmp_path, fencing, valid):
-    args = ["-n", "pause-holder", "-o", "pause_multiple=2.5", "--time-limit", "12", *fencing]
+    args = ["-n", "pause-holder", "-o", "pause_multiple=2.5", "--time-limit", "10", *fencing]
     r, s = run(tmp_path, "--client", f"{RELAY} --backend redis", "--servers", "valkey:1", *args)
     assert s["valid"] is valid and s["violations"] >= 1, r.stderr[-1000:]
     r2, inproc = run(tmp_path / "in-process", "--backend", "redis", *args)

@@ -57,7 +57,7 @@ def test_no_faults_is_valid(tmp_path):
 
 
 def test_clock_skew_breaks_redlock_with_a_fixed_seed(tmp_path):
-    r = chaos("run", "--backend", "redlock", "--nemesis", "clock-skew", "--time-limit", "30", "--seed", "7",
+    r = chaos("run", "--backend", "redlock", "--nemesis", "clock-skew", "--time-limit", "15", "--seed", "7",
               "--store", str(tmp_path), "--json")
     s = _summary(r)
     assert r.returncode == 1, r.stderr[-2000:]

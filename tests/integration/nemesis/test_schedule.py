@@ -8,7 +8,7 @@ pytestmark = MARKS
 
 
 def test_same_seed_same_nemesis_ops(tmp_path):
-    args = ("--backend", "redlock", "--nemesis", "clock-skew,partition", "--time-limit", "12")
+    args = ("--backend", "redlock", "--nemesis", "clock-skew,partition", "--time-limit", "7", "--nemesis-interval", "1")
     runs = [run_json(tmp_path / str(i), *args, "--seed", seed) for i, seed in enumerate(("5", "5", "6"))]
     plans = [[(o["f"], o["value"]) for o in nemesis_ops(h)] for _, h in runs]
     assert len(plans[0]) >= 4
