@@ -297,19 +297,28 @@ def summarize(rows: Iterable[dict]) -> list[dict]:
                     "runs_with_overlap": sum(1 for r in rs if (r.get("violations") or 0) > 0),
                     "stale_accepted": sum(r.get("stale_accepted") or 0 for r in rs),
                     "stale_rejected": sum(r.get("stale_rejected") or 0 for r in rs),
-                    "lost": sum(r.get("lost") or 0 for r in rs)})
+                    "lost": sum(r.get("lost") or 0 for r in rs), "causes": _causes(rs)})
     return out
+
+
+def _causes(rows: list[dict]) -> str:
+    """'overran-paused 31, unexplained 1': the causes of every violation of these runs."""
+    total: dict[str, int] = {}
+    for r in rows:
+        for cause, n in (r.get("causes") or {}).items():
+            total[cause] = total.get(cause, 0) + n
+    return ", ".join(f"{c} {n}" for c, n in sorted(total.items(), key=lambda kv: -kv[1])) or "none"
 
 
 def summary_table(rows: Iterable[dict]) -> str:
     """The per-scenario table as Markdown (what the README shows)."""
     lines = ["| scenario | variant | expected | seeds | reached expected verdict | runs with two holders "
-             "| first violation (s) | stale writes accepted / rejected | lost updates |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| first violation (s) | stale writes accepted / rejected | lost updates | causes of the violations |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for g in summarize(rows):
         lines.append(f"| {g['scenario']} | {g['variant']} | {g['expected']} | {g['seed_range']} "
                      f"| {g['hits']}/{g['seeds']} | {g['runs_with_overlap']}/{g['seeds']} | {g['first_violation_s']} "
-                     f"| {g['stale_accepted']} / {g['stale_rejected']} | {g['lost']} |")
+                     f"| {g['stale_accepted']} / {g['stale_rejected']} | {g['lost']} | {g['causes']} |")
     return "\n".join(lines)
 
 

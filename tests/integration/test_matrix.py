@@ -83,6 +83,8 @@ def test_expectations_fall_back_from_cell_to_backend_to_default(tmp_path):
     ('[default]\nexpect = "safe"\n[redis.none.x]\nexpect = "safe"\n', r"tables nest only as \[backend.nemesis\]"),
     ('[redis.none\nfenced = "safe"\n', r"is not valid TOML \(.*line 1"),
     ('expect = "safe"\n', r"e.toml:1 expect: top-level keys must be tables"),
+    ('[default]\nunexplained = "none"\n', r"e.toml:2 \[default\] unexplained: unexplained is how many UNEXPLAINED"),
+    ('[redis]\nunexplained = -1\n', r"unexplained is how many UNEXPLAINED violations a run may have"),
 ])
 def test_malformed_expectations_name_the_line(tmp_path, text, message):
     p = tmp_path / "e.toml"
@@ -105,6 +107,23 @@ def test_malformed_expectations_name_the_line(tmp_path, text, message):
 ])
 def test_judging_a_cell(valids, expected, observed, matched):
     assert judge_cell(valids, expected) == (observed, matched)
+
+
+def test_an_unexplained_violation_fails_even_a_cell_expected_unsafe(tmp_path):
+    from harness.matrix.judge import rejudge
+
+    p = tmp_path / "e.toml"
+    p.write_text('[default]\nunexplained = 0\n[redis]\npause-holder.nofence = "unsafe"\n[etcd]\nunexplained = 2\n')
+    e = Expectations.load(p)
+    assert e.unexplained("redis", "pause-holder") == 0 and e.unexplained("etcd", "none") == 2
+    assert Expectations.load(None).unexplained("redis", "none") is None
+    rows = [{"backend": "redis", "nemesis": "pause-holder", "fencing": "off", "seed": s, "valid": "false",
+             "unexplained": u} for s, u in ((1, "0"), (2, "1"))]
+    (cell,) = rejudge(rows, e)
+    assert cell["observed"] == "unsafe" and cell["matched"] is False and "UNEXPLAINED" in cell["unexplained_over"]
+    assert [r["matched"] for r in rows] == [True, False]
+    rows[1]["unexplained"] = ""  # an older matrix.csv without the column
+    assert rejudge(rows, e)[0]["matched"] is True
 
 
 @pytest.mark.parametrize("args, message", [

@@ -208,3 +208,20 @@ def test_bisection_reports_no_break_and_a_break_at_the_floor():
 def test_explore_bad_arguments(args, words):
     r = chaos("explore", *args)
     assert r.returncode == 254 and words in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("causes, matched", [({"overran-paused": 3}, True), ({"overran-paused": 2, "unexplained": 1}, False),
+                                             ({"early-server-clock": 3}, False)])
+def test_a_scenario_misses_when_its_violations_have_another_cause(tmp_path, causes, matched):
+    from harness.reproduce import judge
+
+    (tmp_path / "spec.json").write_text(json.dumps({"concurrency": 3}))
+    (tmp_path / "history.jsonl").write_text(json.dumps({"index": 0, "time_ns": 1, "process": 0, "type": "invoke",
+                                                        "f": "acquire"}) + "\n")
+    summary = {"valid": False, "violations": 3, "stale_writes_accepted": 1, "lost_updates": 1,
+               "violations_by_cause": causes}
+    (tmp_path / "results.json").write_text(json.dumps({"summary": summary, "checkers": {}}))
+    r = judge("gc-pause", "nofence", 1, tmp_path)
+    assert r["matched"] is matched and r["causes"] == causes
+    if not matched:
+        assert "expected only overran-paused" in r["errors"][-1]
