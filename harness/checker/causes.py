@@ -30,6 +30,7 @@ elsewhere in the run explains nothing. A fault op that failed did not happen; on
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -179,6 +180,7 @@ class Attribution:
         holds = self._holds_sorted = sorted(self.holds.values(), key=lambda h: h.start_ns)
         self._starts = [h.start_ns for h in holds]
         self._procs = [h.process for h in holds]
+        self._reach = list(itertools.accumulate((h.end_ns for h in holds), max))  # latest end among holds[:i+1]
         self._own: dict[Any, list[Hold]] = {}
         for h in holds:
             self._own.setdefault(h.process, []).append(h)
@@ -211,9 +213,7 @@ class Attribution:
             return None
         x = self._own[process][j]
         i = bisect.bisect_left(self._starts, x.start_ns) - 1
-        for _ in range(256):  # the holds granted just before it (a longer look changes nothing in practice)
-            if i < 0:
-                break
+        while i >= 0 and self._reach[i] > x.start_ns:  # only holds still open when x began
             y = self._holds_sorted[i]
             if y.process != process and y.end_ns > x.start_ns and (y.deadline_at(x.start_ns) or 0) >= x.start_ns:
                 return (y.acquire.index, x.acquire.index)
