@@ -137,6 +137,9 @@ def timeline(fr: Frame, doc: dict, history: Sequence[Op]) -> tuple[str, list[str
         if x1 - x0 > 7 * len(iv["f"]) + 8:
             parts.append(svg.text(x0 + 4, top_nem + 14, iv["f"], cls="bar-label"))
 
+    det = (doc.get("checkers", {}).get("mutex") or {}).get("details") or {}
+    overran = {(str((ov.get("first") or {}).get("process")), (ov.get("first") or {}).get("time_ns"))
+               for ov in det.get("overlaps") or []}
     by_lane: dict[str, list[list]] = {}
     for w in wins:
         by_lane.setdefault(str(w[0]), []).append(w)
@@ -157,13 +160,14 @@ def timeline(fr: Frame, doc: dict, history: Sequence[Op]) -> tuple[str, list[str
         for x0, x1, title, open_ in bars:
             cls = "held open" if open_ else "held"
             parts.append(svg.rect(x0, y + 2, max(x1 - x0, 1.0), LANE_H - 4, cls=cls, title=title))
-        if len(bars) == n:  # no bar merged: each lease's deadline, as its holder believed it, is a tick
-            for w in by_lane.get(str(p), []):
-                if len(w) > 4 and isinstance(w[4], int):
-                    xd = fr.x(fr.s(w[4]))
-                    parts.append(svg.rect(xd - 1, y, 2, LANE_H, cls="deadline",
-                                          title=f"process {p}'s lease valid until {fr.s(w[4]):.3f} s, by its own "
-                                                f"reckoning; a bar past this tick overran it"))
+        # Each lease's end, as its holder believed it, is a tick: on every window where no bar is
+        # merged, and always on the earlier holder of a violation (where an overrun shows).
+        for w in by_lane.get(str(p), []):
+            if (len(bars) == n or (str(w[0]), w[1]) in overran) and len(w) > 4 and isinstance(w[4], int):
+                xd = fr.x(fr.s(w[4]))
+                parts.append(svg.rect(xd - 1, y, 2, LANE_H, cls="deadline",
+                                      title=f"process {p}'s lease valid until {fr.s(w[4]):.3f} s, by its own "
+                                            f"reckoning; a bar past this tick overran it"))
         parts.append("</g>")
 
     mutex = doc.get("checkers", {}).get("mutex") or {}
