@@ -140,6 +140,7 @@ def timeline(fr: Frame, doc: dict, history: Sequence[Op]) -> tuple[str, list[str
     det = (doc.get("checkers", {}).get("mutex") or {}).get("details") or {}
     overran = {(str((ov.get("first") or {}).get("process")), (ov.get("first") or {}).get("time_ns"))
                for ov in det.get("overlaps") or []}
+    ticks: list[str] = []  # drawn last, over the red of a violation
     by_lane: dict[str, list[list]] = {}
     for w in wins:
         by_lane.setdefault(str(w[0]), []).append(w)
@@ -165,7 +166,7 @@ def timeline(fr: Frame, doc: dict, history: Sequence[Op]) -> tuple[str, list[str
         for w in by_lane.get(str(p), []):
             if (len(bars) == n or (str(w[0]), w[1]) in overran) and len(w) > 4 and isinstance(w[4], int):
                 xd = fr.x(fr.s(w[4]))
-                parts.append(svg.rect(xd - 1, y, 2, LANE_H, cls="deadline",
+                ticks.append(svg.rect(xd - 1, y, 2, LANE_H, cls="deadline",
                                       title=f"process {p}'s lease valid until {fr.s(w[4]):.3f} s, by its own "
                                             f"reckoning; a bar past this tick overran it"))
         parts.append("</g>")
@@ -185,6 +186,7 @@ def timeline(fr: Frame, doc: dict, history: Sequence[Op]) -> tuple[str, list[str
             if str(p) in row:
                 y = top + row[str(p)] * LANE_STEP
                 parts.append(svg.rect(x0 - 1, y, max(x1 - x0, 1.0) + 2, LANE_H, cls="violation", title=title))
+    parts.extend(ticks)
     if total and len(overlaps) < total:
         notes.append(f"{len(overlaps)} of {total} violations are drawn (results.json lists the first {len(overlaps)}).")
     if merged_total:
