@@ -64,7 +64,7 @@ LOG_ENV = "CHAOSLOCK_WORKER_LOG"  # the worker's log; the child's stderr goes be
 CLIENTS = Path(__file__).resolve().parent.parent / "clients"  # the reference clients, one folder each
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReferenceClient:
     """A lock client shipped in clients/ (built by `make install`), as `chaos list` shows it."""
 
@@ -76,16 +76,16 @@ class ReferenceClient:
 
 
 REFERENCE_CLIENTS = (
-    ReferenceClient("go-etcd", str(CLIENTS / "go-etcd/bin/go-etcd"), "etcd:3", CLIENTS / "go-etcd/bin/go-etcd",
-                    "etcd's own Go clientv3/concurrency Mutex (etcd 3.4.23)"),
-    ReferenceClient("java-curator", str(CLIENTS / "java-curator/bin/java-curator"), "zookeeper:3",
-                    CLIENTS / "java-curator/bin/java-curator", "Apache Curator's InterProcessMutex (5.4.0)"),
-    ReferenceClient("node-redlock", f"node {CLIENTS / 'node-redlock/client.js'}", "valkey:5",
-                    CLIENTS / "node-redlock/node_modules", "redlock 4.2.0 from npm on ioredis, five masters"),
-    ReferenceClient("python-relay", f"python3 {CLIENTS / 'python-relay/relay.py'} --backend NAME", "KIND:N",
-                    CLIENTS / "python-relay/relay.py", "any built-in backend over the protocol"),
-    ReferenceClient("example-redis", f"python3 {CLIENTS / 'example-redis/client.py'}", "valkey:1",
-                    CLIENTS / "example-redis/client.py", "the 35-line example: SET NX PX on one Redis"),
+    ReferenceClient(name="go-etcd", command=str(CLIENTS / "go-etcd/bin/go-etcd"), servers="etcd:3",
+                    built=CLIENTS / "go-etcd/bin/go-etcd", what="etcd's own Go clientv3/concurrency Mutex (etcd 3.4.23)"),
+    ReferenceClient(name="java-curator", command=str(CLIENTS / "java-curator/bin/java-curator"), servers="zookeeper:3",
+                    built=CLIENTS / "java-curator/bin/java-curator", what="Apache Curator's InterProcessMutex (5.4.0)"),
+    ReferenceClient(name="node-redlock", command=f"node {CLIENTS / 'node-redlock/client.js'}", servers="valkey:5",
+                    built=CLIENTS / "node-redlock/node_modules", what="redlock 4.2.0 from npm on ioredis, five masters"),
+    ReferenceClient(name="python-relay", command=f"python3 {CLIENTS / 'python-relay/relay.py'} --backend NAME",
+                    servers="KIND:N", built=CLIENTS / "python-relay/relay.py", what="any built-in backend over the protocol"),
+    ReferenceClient(name="example-redis", command=f"python3 {CLIENTS / 'example-redis/client.py'}", servers="valkey:1",
+                    built=CLIENTS / "example-redis/client.py", what="the 35-line example: SET NX PX on one Redis"),
 )
 
 

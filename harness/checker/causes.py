@@ -66,8 +66,10 @@ FENCING = "fencing is the defence: a store that checks tokens refuses the late h
 _CLIENT = re.compile(r"c(\d+)$")
 
 
-@dataclass(frozen=True, slots=True)
-class Fault:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FaultSpan:
+    """A fault as the history recorded it: when it was in effect, and on whom."""
+
     f: str  # its start op's f
     start_ns: int
     end_ns: int
@@ -77,7 +79,7 @@ class Fault:
         return self.start_ns <= hi and lo <= self.end_ns
 
 
-def faults_of(history: Sequence[Op]) -> list[Fault]:
+def faults_of(history: Sequence[Op]) -> list[FaultSpan]:
     """Every fault the nemesis recorded (not the failed ones), each from its invoke to the
     completion of the first op that heals its kind (nemesis.base.HEALS), with its targets.
     Unlike the report's bands, two faults of one kind that overlap stay two faults."""
@@ -103,7 +105,7 @@ def faults_of(history: Sequence[Op]) -> list[Fault]:
         ends = heals.get(healed_by[inv.f], [])
         k = bisect.bisect_right(ends, inv.time_ns)
         value = done.value if done is not None and done.value is not None else inv.value
-        out.append(Fault(f=inv.f, start_ns=inv.time_ns, end_ns=ends[k] if k < len(ends) else end_of_history,
+        out.append(FaultSpan(f=inv.f, start_ns=inv.time_ns, end_ns=ends[k] if k < len(ends) else end_of_history,
                          targets=frozenset(_targets(inv.f, value))))
     return out
 

@@ -4,14 +4,18 @@ and finding, each with the near miss that must not get it (issue 16)."""
 from __future__ import annotations
 
 import random
+import tomllib
+from pathlib import Path
 from types import SimpleNamespace
+
+import pytest
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.checker.causes import cause_text
 from harness.checker.lock import check_mutex, check_writes
-from harness.history import NEMESIS, Op
+from harness.history import NEMESIS, Op, read_history
 
 S = 1_000_000_000  # ns per second
 
@@ -68,6 +72,24 @@ def overrun(h: H) -> H:
 def early(h: H) -> H:
     """Process 0 is valid until 5 s; process 1 is granted at 2 s; both release after."""
     return h.acquire(0, 0, 0.01, valid=5).acquire(1, 1.5, 2.0, valid=7).release(0, 3).release(1, 4)
+
+
+# -- the golden histories (tests/golden/causes/): each file and the causes it must get ----------
+GOLDEN = Path(__file__).parent.parent / "golden" / "causes"
+CASES_TOML = tomllib.loads((GOLDEN / "cases.toml").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(CASES_TOML))
+def test_a_golden_history_gets_its_causes(name):
+    case = CASES_TOML[name]
+    history = read_history(GOLDEN / f"{name}.jsonl")
+    spec = SimpleNamespace(backend=case["backend"], concurrency=3, options={}, fencing=False)
+    got = sorted({o["cause"]["cause"] for o in check_mutex(spec, history).details["overlaps"]})
+    assert got == sorted(case["causes"]), f"{name} ({case['what']}): {got}"
+
+
+def test_every_golden_history_is_listed():
+    assert {p.stem for p in GOLDEN.glob("*.jsonl")} == set(CASES_TOML)
 
 
 # -- the holder overran its lease ------------------------------------------------------------
