@@ -17,7 +17,8 @@ name. For two holders at once, A (the earlier) and B (the later):
   partition under a session-based design (`early-partition`), a skew of A's or B's own clock
   (`early-client-clock`), or an ok release by a process that was not the rightful holder: it
   had lost the lock, or got it only through an earlier violation (`early-foreign-release`,
-  the misuse backends; last, because a holder a clock jump let in releases in good faith).
+  the misuse backends; last, because a holder a clock jump let in releases in good faith). A
+  release that timed out during a partition counts too: it may have reached the server late.
   With none of these: **`unexplained`**, a bug in the client or the server.
 - `unknown`: A's validity was not recorded (an older or a foreign history).
 
@@ -162,6 +163,7 @@ class Attribution:
         invoke: dict[Any, Op] = {}
         current: dict[Any, tuple[Op, Op, list]] = {}
         said_ok: list[tuple[Op, Op]] = []
+        timed_out: list[Op] = []
         for op in sorted(history, key=lambda o: (o.time_ns, o.index)):
             if op.process == NEMESIS or op.process == "final":
                 continue
@@ -177,6 +179,8 @@ class Attribution:
                 current[op.process][2].append((op.time_ns, op.valid_until_ns))
             if op.f in ("release", "renew") and op.type == "ok" and inv is not None:
                 said_ok.append((inv, op))
+            elif op.f == "release" and op.type == "info" and inv is not None:
+                timed_out.append(inv)
         for p, held in current.items():
             self._close(p, held, self.end_of_history)
         holds = self._holds_sorted = sorted(self.holds.values(), key=lambda h: h.start_ns)
@@ -204,6 +208,11 @@ class Attribution:
             if inv.index in late or through is not None:
                 self.foreign.append((inv, done, None if inv.index in late else through))
         self.foreign.sort(key=lambda r: r[0].time_ns)
+        # Releases that timed out while the network was faulted: the request may still have
+        # reached the server after the heal, and acted whenever it did (a late DEL).
+        net = [f for f in self.faults if f.f in ("partition", "partition-client")]
+        self.in_flight = sorted((inv for inv in timed_out if any(f.meets(inv.time_ns, inv.time_ns) for f in net)),
+                                key=lambda o: o.time_ns)
         self.foreign_times = [inv.time_ns for inv, _, _ in self.foreign]
         self._memo: dict[tuple[int, int], dict] = {}
 
@@ -316,9 +325,14 @@ class Attribution:
             found.append(("early-client-clock", f"the clock of {', '.join(sorted(mine & skewed.targets))} was skewed"))
         base = {"lease_left_s": left_s}
         lost = next((inv for inv, through in foreign if through is None), None)
+        late = next((inv for inv in self.in_flight if inv.process != a.process and inv.time_ns < b.start_ns), None)
         if not found and lost is not None:
             found.append(("early-foreign-release", f"process {lost.process}, which had lost the lock, released it "
                                                    f"while process {a.process} held it"))
+        elif not found and late is not None:
+            found.append(("early-foreign-release", f"a release by process {late.process} timed out during a "
+                                                   f"partition and may have reached the server late, while process "
+                                                   f"{a.process} held the lock"))
         elif not found and foreign:
             # released by a holder that got the lock through an earlier violation: that one's cause
             inv, through = foreign[0]

@@ -175,6 +175,17 @@ def test_a_release_by_a_process_that_had_lost_the_lock_explains_the_next_early_g
     assert got == {"overran-no-fault", "early-foreign-release"}, got
 
 
+def test_a_release_that_timed_out_in_a_partition_may_land_late_and_explain_an_early_grant():
+    def story(cut: bool) -> H:
+        h = H("redis-unsafe-release").acquire(2, 0, 0.01, valid=3).release(2, 1.0, done=1.5, type_="info")
+        if cut:  # the holder's worker is cut off while it releases: its DEL arrives after the heal
+            h.fault("partition-client", 0.5, {"client": "c3", "worker": 2, "servers": ["n1"]}, "heal-client", 4)
+        return h.acquire(0, 4.2, 4.5, valid=7).acquire(1, 4.6, 5.0, valid=8).release(0, 6).release(1, 6.5)
+
+    assert story(cut=True).cause()["cause"] == "early-foreign-release"
+    assert story(cut=False).cause()["cause"] == "unexplained", "a timeout with no network fault explains nothing"
+
+
 def test_a_clock_jump_not_the_release_of_the_holder_it_let_in_explains_the_next_early_grant():
     # the clock-jump pattern: 1 is granted early (a clock jump) and releases in good faith; 2 is
     # then granted while 0 is still valid: the jump explains both (the release comes second)
