@@ -45,7 +45,7 @@ def test_every_backend_is_registered():
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_clean_run_is_valid(backend, tmp_path):
-    r = chaos("run", "--backend", backend, "--nemesis", "none", "--time-limit", "6", "--concurrency", "3",
+    r = chaos("run", "--backend", backend, "--nemesis", "none", "--time-limit", "4", "--concurrency", "3",
               "--seed", "11", "--no-netns", "--store", str(tmp_path), "--json", timeout=120)
     s = _summary(r)
     assert r.returncode == 0, f"{backend}: {s}\n{r.stderr[-3000:]}"

@@ -29,7 +29,7 @@ def summary(r):
 
 @pytest.mark.parametrize("mode", ["long-validity", "skip-nx"])
 def test_a_client_with_a_bug_gets_unexplained_with_no_fault(tmp_path, mode):
-    s = summary(chaos("run", "--client", f"{LIAR} {mode}", "--servers", "valkey:1", "--time-limit", "6",
+    s = summary(chaos("run", "--client", f"{LIAR} {mode}", "--servers", "valkey:1", "--time-limit", "5",
                       "--concurrency", "3", "--seed", "1", "--store", str(tmp_path), "--json"))
     assert s["violations"] >= 1 and s["unexplained"] == s["violations"], s["violations_by_cause"]
     text = chaos("check", s["run_dir"]).stdout
@@ -45,9 +45,9 @@ def test_a_slow_machine_overruns_leases_with_no_fault_and_nothing_is_unexplained
     cg.mkdir()
     try:
         (cg / "cpu.cfs_period_us").write_text("100000")
-        (cg / "cpu.cfs_quota_us").write_text("20000")  # 20 % of one CPU, for the run and two busy loops
+        (cg / "cpu.cfs_quota_us").write_text("25000")  # 25 % of one CPU, for the run and two busy loops
         run = [sys.executable, "-m", "harness", "run", "--backend", "redis", "--ttl", "100", "--hold-max", "90",
-               "--time-limit", "5", "--concurrency", "4", "--seed", "1", "--store", str(tmp_path), "--json"]
+               "--time-limit", "4", "--concurrency", "4", "--seed", "1", "--store", str(tmp_path), "--json"]
         busy = "timeout 120 python3 -c 'while True: pass' >/dev/null 2>&1"
         script = (f"echo $$ > {cg}/cgroup.procs; {busy} & b1=$!; {busy} & b2=$!; {shlex.join(run)}; rc=$?; "
                   f"kill $b1 $b2; exit $rc")

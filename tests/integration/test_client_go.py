@@ -50,6 +50,6 @@ def test_the_go_client_is_valid_without_faults(tmp_path, client):
 
 @pytest.mark.parametrize("fencing, valid", [([], False), (["--fencing"], True)])
 def test_the_go_client_reaches_the_in_process_etcd_verdicts_under_a_gc_pause(tmp_path, client, fencing, valid):
-    r, s = run(tmp_path, client, "-n", "pause-holder", "-o", "pause_multiple=3", "--time-limit", "15", *fencing)
+    r, s = run(tmp_path, client, "-n", "pause-holder", "-o", "pause_multiple=3", "--time-limit", "12", *fencing)
     assert s["valid"] is valid and s["violations"] >= 1, r.stderr[-1000:]
     assert set(s["violations_by_cause"]) == {"overran-paused"}, s["violations_by_cause"]

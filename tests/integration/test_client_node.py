@@ -27,7 +27,7 @@ def test_it_passes_the_conformance_check():
 def test_redlock_from_npm_without_faults_and_under_clock_jumps_and_a_gc_pause(tmp_path, nemesis, valid):
     """Redlock has no token, so a paused holder that wakes writes unfenced: unsafe."""
     r = chaos("run", "--client", CMD, "--servers", "valkey:5", "--nemesis", nemesis, "-o", "pause_multiple=2.5",
-              "--time-limit", "15" if nemesis != "none" else "6",
+              "--time-limit", "12" if nemesis != "none" else "6",
               "--seed", "1", "--store", str(tmp_path), "--json")
     s = json.loads(r.stdout.strip().splitlines()[-1])
     assert s["valid"] is valid, r.stderr[-1500:]

@@ -27,8 +27,9 @@ def test_the_relay_reaches_the_in_process_verdicts_under_a_gc_pause(tmp_path, fe
     args = ["-n", "pause-holder", "-o", "pause_multiple=2.5", "--time-limit", "10", *fencing]
     r, s = run(tmp_path, "--client", f"{RELAY} --backend redis", "--servers", "valkey:1", *args)
     assert s["valid"] is valid and s["violations"] >= 1, r.stderr[-1000:]
-    r2, inproc = run(tmp_path / "in-process", "--backend", "redis", *args)
-    assert inproc["valid"] is valid, "the same scenario in process must reach the same verdict"
+    if not fencing:  # the same scenario in process reaches the same verdict (once is enough)
+        r2, inproc = run(tmp_path / "in-process", "--backend", "redis", *args)
+        assert inproc["valid"] is valid, "the same scenario in process must reach the same verdict"
 
 
 def test_the_relay_is_valid_without_faults_on_etcd(tmp_path):

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_gc_pause_reaches_both_expected_verdicts(tmp_path):
-    r = chaos("reproduce", "gc-pause", "--seeds", "1", "--time-limit", "14", "--store", str(tmp_path), "--json")
+    r = chaos("reproduce", "gc-pause", "--seeds", "1", "--time-limit", "12", "--store", str(tmp_path), "--json")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
     by_variant = {row["variant"]: row for row in rows}
