@@ -1,43 +1,30 @@
 #!/usr/bin/env python3
-"""A lock client with a bug, on purpose, over the client protocol (SET NX PX on one valkey):
-the cause checker must call what it does UNEXPLAINED, with no fault at all. MODE:
-  long-validity  asks the server for a quarter of the TTL but tells the harness the whole TTL
+"""clients/example-redis/client.py with a bug put in, on purpose: the cause checker must call
+what it does UNEXPLAINED, with no fault at all. MODE:
+  long-validity  asks the server for a quarter of the TTL (it still claims 0.9 TTL of validity)
   skip-nx        every third acquire is a plain SET: it takes the lock from whoever holds it
 """
-import json
+import runpy
 import sys
-import time
-import uuid
+from pathlib import Path
 
 import redis
 
 mode = sys.argv[1]
-RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
-r, n = None, 0
-for line in sys.stdin:
-    req = json.loads(line)
-    op, rep = req["op"], {"type": "unsupported"}
-    try:
-        if op == "init":
-            s = req["servers"][0]
-            r, rep = redis.Redis(host=s["host"], port=s["port"], socket_timeout=0.5), {"type": "ok"}
-        elif op == "acquire":
-            n += 1
-            value, deadline, ttl = uuid.uuid4().hex, time.monotonic() + req["timeout_s"], req["ttl_ms"]
-            px = ttl // 4 if mode == "long-validity" else ttl
-            nx = not (mode == "skip-nx" and n % 3 == 0)
-            while not r.set(req["key"], value, nx=nx, px=px):
-                if time.monotonic() > deadline:
-                    raise LookupError("the lock is taken")
-                time.sleep(0.01)
-            rep = {"type": "ok", "value": value, "token": None, "valid_ms": ttl * 0.9}
-        elif op == "release":
-            rep = {"type": "ok" if r.eval(RELEASE, 1, req["key"], req["value"]) else "fail"}
-        elif op == "close":
-            print(json.dumps({"id": req["id"], "type": "ok"}), flush=True)
-            break
-    except LookupError as e:
-        rep = {"type": "fail", "error": str(e)}
-    except Exception as e:
-        rep = {"type": "info", "error": repr(e)}
-    print(json.dumps({"id": req["id"], **rep}), flush=True)
+honest_set = redis.Redis.set
+calls = 0
+
+
+def lying_set(self, name, value, nx=False, px=None, **kw):
+    global calls
+    if px is not None:  # the acquire's SET (the example's only one with a TTL)
+        calls += 1
+        if mode == "long-validity":
+            px = max(1, px // 4)
+        elif mode == "skip-nx" and calls % 3 == 0:
+            nx = False
+    return honest_set(self, name, value, nx=nx, px=px, **kw)
+
+
+redis.Redis.set = lying_set
+runpy.run_path(str(Path(__file__).resolve().parents[2] / "clients/example-redis/client.py"), run_name="__main__")
