@@ -19,15 +19,15 @@ from nemesis.base import Compose
 
 def make_cluster(spec: TestSpec, run_id: str, log_dir: Path, nemeses: list) -> Cluster:
     """The lock service the backend declares, plus one never-faulted store server."""
-    if spec.cluster == "compose":
-        from harness.cluster.compose import make_compose_cluster
-
-        return make_compose_cluster(spec, run_id, log_dir, nemeses)
     kind_name, count = servers_of(spec.backend, spec.options)
     fake = Compose(nemeses).moves_server_clocks(spec) and faketime_moves(kind_name, spec.options)
     lock = Group(kind=server_kind(kind_name, spec.options), names=node_names(kind_name, count),
                  role="lock", fake_clock=fake)
     res = Group(kind=ValkeyKind(), names=("store",), role="store")
+    if spec.cluster == "compose":
+        from harness.cluster.compose import make_compose_cluster
+
+        return make_compose_cluster(spec, run_id, log_dir, [lock, res])
     return LocalCluster(run_id, [lock, res], clients=spec.concurrency, netns=spec.netns, log_dir=log_dir,
                         base_port=spec.base_port)
 

@@ -148,7 +148,9 @@ class ServerKind(Protocol):
     def prepare(self, node: Node, peers: Sequence[Node]) -> None:
         """Create data dir and config files. Must be idempotent for a restart."""
 
-    def argv(self, node: Node, peers: Sequence[Node]) -> list[str]: ...
+    def argv(self, node: Node, peers: Sequence[Node], binary: str | None = None) -> list[str]:
+        """The server's command line; `binary` is the program to run (its path on this host
+        when None; the compose provider names the one inside its image)."""
 
     def env(self, node: Node) -> dict[str, str]:
         """Extra environment for the server process (the provider adds CHAOSLOCK_RUN)."""

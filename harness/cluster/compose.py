@@ -1,87 +1,135 @@
-"""The compose provider: the same clusters as containers on a Docker host, faulted from outside.
+"""The compose provider: the same servers as the local provider, in containers, faulted from the host.
 
-The containers, their networks and the toxiproxy proxies between them are described (and
-compose/docker-compose.yml generated) in harness/cluster/compose_file.py; this module
-brings them up and down and injects the faults.
+A run writes its own compose file (harness/cluster/compose_file.py: only its servers, its
+options, its state dir) and brings it up as project `chaoslock`. Every fault is the local
+provider's, applied to the container's processes and namespaces from the host:
 
-Faults, each one action list that `plan(op)` prints without touching Docker:
-  pause / resume   docker pause / unpause: the cgroup freezer stops every process in the
-                   container at once, like SIGSTOP of the server
-  kill / restart   docker kill (SIGKILL) / docker start; the container's filesystem keeps the
-                   data, as the local provider keeps the data dir
-  clock            libfaketime in the valkey image reads /faketime/clock on every call
-                   (FAKETIME_NO_CACHE=1); set_clock writes it via docker exec (tmp + mv, atomic)
-                   and the clock nemesis reads it back with TIME. Only valkey nodes: etcd is Go
-                   (vDSO clock, libfaketime cannot reach it) and the ZooKeeper image has no
-                   libfaketime.
-  partition        a toxiproxy `timeout` toxic with timeout 0 on both streams of every cut
-                   proxy: data is dropped and connections hang, as with the local provider's
-                   iptables DROP (disabling a proxy would refuse connections instead, a
-                   different, faster-failing fault). heal = POST /reset (every toxic removed).
+  partition / heal  iptables DROP rules inside each container's network namespace, which
+                    the run names (`ip netns attach`), so netns.Network cuts containers and
+                    the client namespaces exactly as it cuts its own hosts; read back by
+                    connecting (`reaches`). A restarted container has a new namespace: its
+                    side of the current cut is put back before the restart returns.
+  clients           one network namespace per worker, attached to the compose network's
+                    bridge, so one client can be cut from one server.
+  pause / resume    SIGSTOP / SIGCONT of every process of the container (its pid namespace).
+  kill / restart    docker kill (SIGKILL) / docker start; data lives in the node's /state,
+                    a bind mount of the run's state dir, so it survives (wipe=True empties it).
+  clock             libfaketime's clock file in /state (valkey; ZooKeeper with
+                    zk_clock=faketime), written from the host; or the vDSO patch of the
+                    container's server process (etcd, ZooKeeper), re-applied after a restart.
 
-Must not: start anything outside the compose project `chaoslock`, or leave containers
-behind: down() removes the services it started, with their anonymous volumes.
+Must not touch a container, network or namespace it did not create: everything carries
+the run id (label `chaoslock.run`, namespace names), and `remove_run` / `leftover_runs`
+(for `chaos cluster down`) select by it. Images stay, as a cache.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Sequence
 
-from harness.cluster.base import ClientPlace, Node, node_named
-from harness.cluster.kinds import faketime_moves, servers_of
+from harness.cluster.base import ClientPlace, Node, check_run_id, node_named
 from harness.cluster.compose_file import (
-    CLOCK_FILE,
-    COMPOSE_FILE,
-    FAKETIME_LIB,
-    GROUPS,
-    PORTS,
-    PROJECT,
-    TOPOLOGY,
-    TOXIPROXY_API,
-    TOXIPROXY_IP,
-    Server,
-    client_proxy,
-    group,
-)
-from harness.errors import BadArgument, ClusterError, MissingDependency, NemesisError
-from nemesis.base import Compose
+    BRIDGE, CLIENT_OFFSET, FAKETIME_LIB, GROUPS, NET, NETWORK, PEER_PORTS, PORTS, PROJECT, RUN_LABEL, TOPOLOGY,
+    Server, document, group, image, render)
+from harness.cluster.local import Group, NetnsLinks, clock_method, make_state_root, set_node_clock, state_root
+from harness.errors import BadArgument, ClusterError, MissingDependency
+from harness.interrupts import quiet_group, shielded
 
-NO_ENGINE = "no Docker engine is reachable (docker info failed); the local provider (the default) needs none"
-
-Action = tuple[str, Callable[[], Any]]
+SETUP = "run `make compose` (scripts/compose/engine.sh and images.sh) to install and start it"
 
 
-class ComposeCluster:
-    """Implements Cluster, ProcessControl, ClockControl and NetworkControl on containers.
+def docker(*args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
+    """The docker CLI, quietly; on failure a ClusterError quoting its stderr."""
+    try:
+        r = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, **quiet_group())
+    except FileNotFoundError:
+        raise MissingDependency(f"the docker CLI is not installed; {SETUP}") from None
+    except subprocess.TimeoutExpired:
+        raise ClusterError(f"`docker {' '.join(args[:3])}` did not finish within {timeout:.0f} s; is dockerd healthy?") from None
+    if check and r.returncode != 0:
+        raise ClusterError(f"`docker {' '.join(args[:4])}` failed: {r.stderr.strip()[-400:] or r.returncode}")
+    return r
 
-    `nodes` carry the servers' own addresses (for probes, clock read-back and the store);
-    `client(i).nodes` carry worker i's proxied addresses, which its lock client must use.
-    Workers run on the Docker host, in no namespace of their own.
+
+def engine_problem() -> str | None:
+    """None when a Docker engine and a Compose v2 CLI answer; else one sentence what to do."""
+    try:
+        if docker("info", "--format", "{{.ServerVersion}}", timeout=20, check=False).returncode != 0:
+            return f"no Docker engine answers (`docker info` failed); {SETUP}"
+        if docker("compose", "version", "--short", timeout=20, check=False).returncode != 0:
+            return f"the docker CLI has no Compose v2 plugin (`docker compose version` failed); {SETUP}"
+    except MissingDependency as e:
+        return str(e)
+    return None
+
+
+def _pid_namespace_members(pid: int) -> list[int]:
+    """Every process sharing `pid`'s pid namespace (a container's processes), `pid` first."""
+    try:
+        ns = os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return []
+    out = [pid]
+    for d in os.listdir("/proc"):
+        if d.isdigit() and int(d) != pid:
+            try:
+                if os.readlink(f"/proc/{d}/ns/pid") == ns:
+                    out.append(int(d))
+            except OSError:
+                pass
+    return out
+
+
+class ComposeCluster(NetnsLinks):
+    """Cluster, ProcessControl, ClockControl and NetworkControl on containers.
+
+    `nodes` carry the containers' addresses on the compose network; the harness (root
+    namespace, through the bridge) and every worker (its own namespace on the bridge)
+    reach them there. Paths in `nodes` (data, log, clock file) are the host's side of
+    each container's /state.
     """
 
-    def __init__(self, run_id: str, kind: str, count: int, *, clients: int, log_dir: str | os.PathLike | None = None,
-                 fake_clock: bool = False, compose_file: str | os.PathLike | None = None):
-        if kind not in GROUPS or not 1 <= count <= len(GROUPS[kind]):
-            raise BadArgument(f"the compose file has {len(GROUPS.get(kind, ()))} {kind} servers; a backend asking for "
-                              f"{count} needs the local provider")
-        self.run_id, self.kind, self.n_clients, self.fake_clock = run_id, kind, clients, fake_clock and kind == "valkey"
-        self.servers = group(kind)[:count]
-        self.compose_file = Path(compose_file or os.environ.get("CHAOSLOCK_COMPOSE_FILE") or COMPOSE_FILE)
-        self.log_dir = Path(log_dir) if log_dir else None
-        self.fallback_reason: str | None = None
-        self._docker = None
-        self._kinds: dict[str, Any] = {}
-        self._nodes = {s.name: self._node(s, s.ip, PORTS[s.kind], "lock") for s in self.servers}
-        store = TOPOLOGY["store"]
-        self._nodes["store"] = self._node(store, store.ip, 6379, "store")
+    def __init__(self, run_id: str, groups: Sequence[Group], *, clients: int, log_dir: str | os.PathLike | None = None,
+                 ready_timeout: float = 60.0):
+        from harness.cluster import netns
 
-    def _node(self, s: Server, host: str, port: int, role: str) -> Node:
-        return Node(name=s.name, kind=s.kind, role=role, host=host, port=port, ordinal=s.ordinal,
-                    clock_file=CLOCK_FILE if self.fake_clock and role == "lock" else None)
+        self.run_id = check_run_id(run_id)
+        self.groups = list(groups)
+        self.n_clients = clients
+        self.dir = state_root() / run_id
+        self.log_dir = Path(log_dir) if log_dir else self.dir / "logs"
+        self.ready_timeout = ready_timeout
+        self.fallback_reason: str | None = None
+        self.file = self.dir / "docker-compose.yml"
+        self.network = netns.Network(run_id, bridge=BRIDGE, subnet=str(NET), first_host=CLIENT_OFFSET - 1)
+        self._created = self._started = False
+        self._servers: dict[str, Server] = {}
+        self._nodes: dict[str, Node] = {}
+        self._kinds: dict[str, Any] = {}
+        self._pids: dict[str, int] = {}
+        self._paused: set[str] = set()
+        self._clock_offsets: dict[str, float] = {}
+        self.client_netns: list[str | None] = [None] * clients
+        for g in self.groups:
+            pool = [TOPOLOGY["store"]] if g.role == "store" else group(g.kind.name)
+            if len(g.names) > len(pool):
+                raise BadArgument(f"the compose cluster has {len(GROUPS[g.kind.name])} {g.kind.name} servers; a backend "
+                                  f"asking for {len(g.names)} needs the local provider (--cluster local)")
+            for name, s in zip(g.names, pool):
+                peer, election = PEER_PORTS[s.kind]
+                here = self.dir / s.name
+                self._servers[name], self._kinds[name] = s, g.kind
+                self._nodes[name] = Node(name=name, kind=s.kind, role=g.role, host=s.ip, port=PORTS[s.kind], peer_port=peer,
+                                         election_port=election, netns=f"cl-{run_id}-{name}", data_dir=str(here / "data"),
+                                         log_path=str(here / "server.log"),
+                                         clock_file=str(here / "clock") if g.fake_clock else None, ordinal=s.ordinal)
 
     # -- Cluster ----------------------------------------------------------------------------------
     @property
@@ -92,279 +140,239 @@ class ComposeCluster:
         return node_named(self._nodes, name)
 
     def client(self, index: int) -> ClientPlace:
-        """Worker `index` (0-based) runs on the host and reaches the lock nodes through its
-        own proxies."""
-        return ClientPlace(netns=None, nodes=tuple(self.client_nodes(index)))
+        return ClientPlace(netns=self.client_netns[index], nodes=tuple(n for n in self.nodes if n.role == "lock"))
 
-    def client_nodes(self, index: int) -> list[Node]:
-        """The lock nodes as worker `index` (0-based) must reach them: through its proxies."""
-        out = []
-        for i, s in enumerate(self.servers):
-            host, port = client_proxy(index + 1, s, i)["listen"].rsplit(":", 1)
-            out.append(self._node(s, host, int(port), "lock"))
-        return out
+    def _compose(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+        return docker("compose", "-p", PROJECT, "-f", str(self.file), *args, timeout=timeout)
 
-    def services(self) -> list[str]:
-        return ["toxiproxy", "store"] + [s.name for s in self.servers]
-
-    def _compose(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-        env = dict(os.environ, CHAOSLOCK_RUN=self.run_id, CHAOSLOCK_FAKETIME=FAKETIME_LIB if self.fake_clock else "")
-        argv = ["docker", "compose", "-p", PROJECT, "-f", str(self.compose_file), *args]
-        try:
-            return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
-        except FileNotFoundError:
-            raise MissingDependency("the docker CLI is not installed; install Docker with the compose plugin") from None
-
-    def docker(self):
-        if self._docker is None:
-            try:
-                import docker
-
-                client = docker.from_env(timeout=10)
-                client.ping()
-            except Exception:
-                raise MissingDependency(NO_ENGINE) from None
-            self._docker = client
-        return self._docker
+    def _preflight(self) -> None:
+        problem = engine_problem()
+        if problem:
+            raise MissingDependency(problem)
+        for kind in sorted({s.kind for s in self._servers.values()}):
+            if docker("image", "inspect", image(kind), check=False).returncode != 0:
+                raise MissingDependency(f"the image {image(kind)} is missing; run `make compose` to build it "
+                                        f"(or set CHAOSLOCK_IMAGE_{kind.upper()} to one you have)")
+        names = [s.container for s in self._servers.values()]
+        r = docker("ps", "-a", "--format", "{{.Names}} {{.Label \"" + RUN_LABEL + "\"}}")
+        taken = {line.split()[0]: (line.split() + ["?"])[1] for line in r.stdout.splitlines() if line.strip()}
+        clash = sorted((n, taken[n]) for n in names if n in taken)
+        if clash:
+            who = ", ".join(f"{n} (run {r})" for n, r in clash)
+            raise ClusterError(f"containers this run needs already exist: {who}; another compose run is using them, or "
+                               f"one was left behind: `chaos cluster down --all` removes a dead run's, "
+                               f"`docker compose -f compose/docker-compose.yml down` those of `docker compose up`")
 
     def up(self) -> None:
-        """Start toxiproxy, the store and the lock servers fresh; create the client proxies."""
-        self.docker()
-        if not self.compose_file.is_file():
-            raise MissingDependency(f"{self.compose_file} not found; run from a chaoslock checkout or set CHAOSLOCK_COMPOSE_FILE")
+        """Write the run's compose file, start its containers, name their namespaces, add
+        the client namespaces, wait until every group serves. On failure, clean up and raise."""
+        self._preflight()
         try:
-            r = self._compose("up", "-d", "--wait", "--force-recreate", "--renew-anon-volumes", *self.services())
-            if r.returncode != 0:
-                raise ClusterError(f"`docker compose up` failed: {r.stderr.strip()[-400:]}; see `docker compose -p {PROJECT} logs`")
-            for _, do in self._client_proxy_actions():
-                do()
+            make_state_root()
+            self.dir.mkdir()  # a fresh run id: an existing dir is someone else's
+            self._created = True
+            self._write_state()  # first: `chaos cluster down` removes only dirs with a state file
+            for n in self.nodes:
+                Path(n.data_dir).mkdir(parents=True)
+                if n.clock_file:
+                    Path(n.clock_file).write_text("+0\n")
+            fake = any(g.fake_clock for g in self.groups)
+            doc = document([(self._servers[n], self._kinds[n]) for n in self._nodes], run=self.run_id, state=str(self.dir),
+                           faketime=FAKETIME_LIB if fake else None, people=False)
+            self.file.write_text(render(doc, head=False))
+            self._started = True
+            self._compose("up", "-d", "--no-build", "--pull", "never", "--quiet-pull")
+            self.network.up()
+            for name in self._nodes:
+                self._attach(name)
+            for c in range(self.n_clients):
+                self.client_netns[c] = self.network.add_host(f"c{c + 1}").netns
+            self._wait_ready()
+            self._write_state()
         except BaseException:
             self.down()
             raise
 
+    def _attach(self, name: str) -> None:
+        pid = self._container_pid(name)
+        if not pid:
+            raise ClusterError(f"container {self._servers[name].container} is not running; its log {self.node(name).log_path} "
+                               f"ends: {self.log_tail(name)[-300:].strip()}")
+        self._pids[name] = pid
+        self.network.attach_host(name, pid, self._servers[name].ip)
+
+    def _container_pid(self, name: str) -> int:
+        r = docker("inspect", "-f", "{{.State.Running}} {{.State.Pid}}", self._servers[name].container, check=False)
+        running, _, pid = r.stdout.strip().partition(" ")
+        return int(pid) if r.returncode == 0 and running == "true" and pid.isdigit() else 0
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.ready_timeout
+        pending = dict(enumerate(self.groups))
+        while pending:
+            for key, g in list(pending.items()):
+                members = [self._nodes[n] for n in g.names]
+                if all(g.kind.node_ready(n) for n in members) and g.kind.cluster_ready(members):
+                    del pending[key]
+            if pending and time.monotonic() > deadline:
+                names = ", ".join(sorted({g.kind.name for g in pending.values()}))
+                raise ClusterError(f"{names} did not become ready within {self.ready_timeout:.0f}s in containers; "
+                                   f"see the server logs in {self.log_dir} (`docker logs` is empty: they log to /state)")
+            if pending:
+                time.sleep(0.1)
+
+    def log_tail(self, name: str, n: int = 2000) -> str:
+        try:
+            with open(self._nodes[name].log_path, "rb") as f:
+                f.seek(0, 2)
+                f.seek(max(0, f.tell() - n))
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
     def down(self) -> None:
-        """Heal, save the servers' logs, remove the services this run started. Never raises."""
-        if self._docker is None:
-            return
-        steps: list[Callable[[], Any]] = [do for _, do in self._heal_actions() + self._client_proxy_actions(remove=True)]
-        steps += [lambda n=s.name: self._unpause(n) for s in self.servers]
-        if self.log_dir is not None:
-            steps.append(lambda: self.log_dir.mkdir(parents=True, exist_ok=True))
-            steps += [lambda svc=svc: self._save_log(svc) for svc in self.services()]
-        steps.append(lambda: self._compose("rm", "--stop", "--force", "--volumes", *self.services(), timeout=120))
-        for step in steps:
+        """Resume, save the logs, remove the run's namespaces, containers, network and state
+        dir. Idempotent, never raises; Ctrl-C cannot cut it short."""
+        with shielded("removing the run's containers and namespaces"):
+            self._down()
+
+    def _down(self) -> None:
+        for name in list(self._paused):
+            self._signal(name, signal.SIGCONT)
+        self._paused.clear()
+        try:
+            self.network.down()
+        except Exception:
+            pass
+        if self._started:
             try:
-                step()
+                self._compose("down", "--volumes", "--timeout", "1", timeout=120)
             except Exception:
                 pass
+            remove_run(self.run_id)  # whatever `compose down` left (it never should)
+            self._started = False
+        if self._created:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            for n in self.nodes:
+                if os.path.exists(n.log_path):
+                    shutil.copyfile(n.log_path, self.log_dir / f"{n.name}.log")
+            shutil.rmtree(self.dir, ignore_errors=True)
+            try:
+                self.dir.parent.rmdir()
+            except OSError:
+                pass
+            self._created = False
 
-    def _save_log(self, service: str) -> None:
-        r = self._compose("logs", "--no-color", "--timestamps", service, timeout=60)
-        (self.log_dir / f"{service}.log").write_text(r.stdout + r.stderr)
-
-    # -- actions: (what it does, how) -----------------------------------------------------------
-    def _container(self, name: str):
-        return self.docker().containers.get(TOPOLOGY[self.node(name).name].container)
-
-    def _toxiproxy(self):
-        from toxiproxy import Toxiproxy
-
-        t = Toxiproxy()
-        t.update_api_consumer(TOXIPROXY_IP, TOXIPROXY_API)
-        return t
-
-    def _client_proxy_actions(self, remove: bool = False) -> list[Action]:
-        out: list[Action] = []
-        for c in range(1, self.n_clients + 1):
-            for i, s in enumerate(self.servers):
-                p = client_proxy(c, s, i)
-                if remove:
-                    out.append((f"toxiproxy: delete proxy {p['name']}",
-                                lambda p=p: (lambda x: x and x.destroy())(self._toxiproxy().get_proxy(p["name"]))))
-                else:
-                    out.append((f"toxiproxy: create proxy {p['name']} listen {p['listen']} upstream {p['upstream']}",
-                                lambda p=p: self._toxiproxy().populate([p])))
-        return out
-
-    def _pause_actions(self, name: str, pause: bool = True) -> list[Action]:
-        c = TOPOLOGY[self.node(name).name].container
-        verb = "pause" if pause else "unpause"
-        return [(f"docker {verb} {c}", lambda: getattr(self._container(name), verb)())]
-
-    def _kill_actions(self, name: str) -> list[Action]:
-        c = TOPOLOGY[self.node(name).name].container
-        # Docker refuses to kill a paused container; SIGKILL of a stopped process needs no such step.
-        return [(f"docker kill --signal SIGKILL {c}", lambda: (self._unpause(name), self._container(name).kill("SIGKILL")))]
-
-    def _unpause(self, name: str) -> None:
-        c = self._container(name)
-        if c.status == "paused":
-            c.unpause()
-
-    def _restart_actions(self, name: str) -> list[Action]:
-        node = self.node(name)
-        c = TOPOLOGY[node.name].container
-        return [(f"docker start {c}", lambda: self._container(name).start()),
-                (f"wait until {node.name} answers on {node.endpoint}", lambda: self._wait_ready(node))]
-
-    def _clock_actions(self, name: str, offset_s: float, rate: float = 1.0) -> list[Action]:
-        node = self.node(name)
-        if not node.clock_file:
-            raise BadArgument(f"{name} does not run under libfaketime in the compose cluster (only valkey nodes, and only "
-                              f"with a clock nemesis), so its clock cannot be moved")
-        spec = f"{offset_s:+.3f}" if rate == 1.0 else f"{offset_s:+.3f} x{rate:g}"
-        script = f"printf '%s\\n' '{spec}' > {CLOCK_FILE}.tmp && mv -f {CLOCK_FILE}.tmp {CLOCK_FILE}"
-        c = TOPOLOGY[node.name].container
-        return [(f"docker exec {c} sh -c \"{script}\"", lambda: self._exec(name, script))]
-
-    def _links(self, a: str, b: str) -> list[str]:
-        """Proxies that carry traffic between hosts a and b (servers or clients c<i>), both ways."""
-        if a.startswith("c") and b in self._nodes:
-            return [f"{a}>{b}"]
-        if b.startswith("c") and a in self._nodes:
-            return [f"{b}>{a}"]
-        sa, sb = TOPOLOGY.get(a), TOPOLOGY.get(b)
-        if not (sa and sb and sa.peer_net and sb.peer_net):
-            return []  # valkey servers never talk to each other: nothing to cut
-        suffixes = (":quorum", ":election") if sa.kind == "zookeeper" else ("",)
-        return [f"{x}>{y}{sfx}" for x, y in ((a, b), (b, a)) for sfx in suffixes]
-
-    def _partition_actions(self, grudge: Mapping[str, Iterable[str]]) -> list[Action]:
-        out: list[Action] = []
-        seen: set[frozenset] = set()
-        for a, hated in sorted(grudge.items()):
-            for b in sorted(hated):
-                pair = frozenset((a, b))
-                if pair in seen:
-                    continue
-                seen.add(pair)
-                links = self._links(a, b)
-                if not links:
-                    out.append((f"nothing to cut between {a} and {b}: valkey servers do not talk to each other", lambda: None))
-                for name in links:
-                    out.append((f"toxiproxy: add timeout toxic (timeout=0) on both streams of proxy {name}",
-                                lambda name=name: self._cut(name)))
-        return out
-
-    def _heal_actions(self) -> list[Action]:
-        from toxiproxy.api import APIConsumer
-
-        def reset() -> None:
-            self._toxiproxy()
-            APIConsumer.post("/reset")
-
-        return [("toxiproxy: POST /reset (enable every proxy, remove every toxic)", reset)]
-
-    def _cut(self, proxy: str) -> None:
-        p = self._toxiproxy().get_proxy(proxy)
-        if p is None:
-            raise NemesisError(f"toxiproxy has no proxy {proxy}; was the cluster brought up by this provider?")
-        for stream in ("upstream", "downstream"):
-            p.add_toxic(type="timeout", stream=stream, name=f"cut-{stream}", attributes={"timeout": 0})
-        if not {"cut-upstream", "cut-downstream"} <= set(p.toxics()):  # read back: the cut is in place
-            raise NemesisError(f"toxiproxy did not keep the cut on {proxy}")
-
-    def _exec(self, name: str, script: str) -> None:
-        r = self._container(name).exec_run(["sh", "-c", script])
-        if r.exit_code != 0:
-            raise NemesisError(f"`{script}` failed in {name}: {r.output.decode(errors='replace').strip()[:200]}")
-
-    def _wait_ready(self, node: Node, timeout: float = 60.0) -> None:
-        kind = self._kind(node.kind)
-        deadline = time.monotonic() + timeout
-        while not kind.node_ready(node):
-            if time.monotonic() > deadline:
-                raise ClusterError(f"{node.name} did not answer within {timeout:.0f}s after start; see `docker logs "
-                                   f"{TOPOLOGY[node.name].container}`")
-            time.sleep(0.2)
-
-    def _kind(self, kind: str):
-        if kind not in self._kinds:
-            from harness.cluster.kinds import server_kind
-
-            self._kinds[kind] = server_kind(kind)
-        return self._kinds[kind]
-
-    def plan(self, op: Any) -> list[str]:
-        """What the cluster would do for a nemesis op ((f, value) or an Op), without doing it."""
-        f, value = (op.f, op.value) if hasattr(op, "f") else op
-        if isinstance(value, list) and "@leader" in value:
-            return [f"{f} the leader, looked up with the {self.kind} probes when the op runs"]
-        names = lambda v: list(v) if v else [s.name for s in self.servers]  # noqa: E731  (None: every lock node)
-        table: dict[str, Callable[[], list[Action]]] = {
-            "pause": lambda: [a for n in names(value) for a in self._pause_actions(n)],
-            "resume": lambda: [a for n in names(value) for a in self._pause_actions(n, pause=False)],
-            "kill": lambda: [a for n in names(value) for a in self._kill_actions(n)],
-            "restart": lambda: [a for n in names(value) for a in self._restart_actions(n)],
-            "clock-bump": lambda: [a for n, off in dict(value).items() for a in self._clock_actions(n, float(off))],
-            "clock-reset": lambda: [a for n in names(value) for a in self._clock_actions(n, 0.0)],
-            "partition": lambda: self._partition_actions((value or {}).get("grudge", value or {})),
-            "partition-client": lambda: self._partition_actions(
-                {value["client"]: value["servers"]} if isinstance(value, dict) and "client" in value else value),
-            "heal": self._heal_actions, "heal-client": self._heal_actions,
-        }
-        if f not in table:
-            raise BadArgument(f"the compose provider has no plan for {f!r}; known ops: {', '.join(table)}")
-        return [text for text, _ in table[f]()]
-
-    # -- ProcessControl / ClockControl / NetworkControl ---------------------------------------------
-    @staticmethod
-    def _do(actions: list[Action]) -> None:
-        for _, do in actions:
-            do()
-
+    # -- ProcessControl ---------------------------------------------------------------------------
     def pids(self, name: str) -> list[int]:
-        state = self._container(name).attrs.get("State", {})
-        return [state["Pid"]] if state.get("Running") and state.get("Pid") else []
+        pid = self._pids.get(self.node(name).name)
+        return [pid] if pid else []
+
+    def _signal(self, name: str, sig: int) -> None:
+        for pid in _pid_namespace_members(self._pids.get(name, 0)) if self._pids.get(name) else []:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
 
     def pause(self, name: str) -> None:
-        self._do(self._pause_actions(name))
+        self._signal(self.node(name).name, signal.SIGSTOP)
+        self._paused.add(name)
 
     def resume(self, name: str) -> None:
-        self._do(self._pause_actions(name, pause=False))
+        self._signal(self.node(name).name, signal.SIGCONT)
+        self._paused.discard(name)
 
     def kill(self, name: str) -> None:
-        self._do(self._kill_actions(name))
+        name = self.node(name).name
+        docker("kill", "--signal", "KILL", self._servers[name].container, check=False)
+        deadline = time.monotonic() + 10
+        while self._container_pid(name) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self._pids.pop(name, None)
+        self._paused.discard(name)
 
     def restart(self, name: str, *, wipe: bool = False) -> None:
-        if wipe and self.node(name).kind != "valkey":
-            raise BadArgument("the compose provider keeps a killed node's data; restarting with an empty data dir "
-                              "needs the local provider")
-        self._do(self._restart_actions(name))  # valkey runs without persistence: it comes back empty anyway
+        """Start a killed node's container again, with its data (or an empty data dir)."""
+        node = self.node(name)
+        if self._container_pid(name):
+            self.kill(name)
+        if wipe:
+            shutil.rmtree(node.data_dir, ignore_errors=True)
+            Path(node.data_dir).mkdir()
+        docker("start", self._servers[name].container)
+        self._attach(name)
+        deadline = time.monotonic() + self.ready_timeout
+        while not self._kinds[name].node_ready(node):
+            if time.monotonic() > deadline or not self._container_pid(name):
+                raise ClusterError(f"{name} did not answer within {self.ready_timeout:.0f}s after restart; its log "
+                                   f"{node.log_path} ends: {self.log_tail(name)[-300:].strip()}")
+            time.sleep(0.1)
+        if self._clock_offsets.get(name) and clock_method(node) == "timewarp":
+            self.set_clock(name, self._clock_offsets[name])  # the patch died with the process
 
+    # -- ClockControl -----------------------------------------------------------------------------
     def movable_clocks(self) -> list[str]:
-        """The valkey nodes run under libfaketime (with a clock nemesis); no vDSO patch here:
-        ptrace into containers is not attempted."""
-        return [n.name for n in self.nodes if n.clock_file]
+        return [n.name for n in self.nodes if clock_method(n) is not None]
 
     def set_clock(self, name: str, offset_s: float, rate: float = 1.0) -> None:
-        self._do(self._clock_actions(name, offset_s, rate))
+        node = self.node(name)
+        self._clock_offsets[node.name] = offset_s
+        set_node_clock(node, self._pids.get(node.name, 0), offset_s)
 
     def read_clock_offset(self, name: str) -> float:
         node = self.node(name)
         before = time.time()
-        server = self._kind(node.kind).read_clock(node)
+        server = self._kinds[node.name].read_clock(node)
         return server - (before + time.time()) / 2
 
-    def partition(self, grudge: Mapping[str, Iterable[str]]) -> None:
-        self._do(self._partition_actions(grudge))
-
-    def heal(self) -> None:
-        self._do(self._heal_actions())
-
-    def reaches(self, src: str, dst: str) -> bool:
-        """Read back from toxiproxy: traffic from src to dst flows unless every proxy that
-        carries it holds our cut. Hosts with no proxy between them (valkey servers) have
-        no link in this topology, so nothing reaches."""
-        links = [name for name in self._links(src, dst) if name.startswith(f"{src}>")]
-        t = self._toxiproxy()
-        return any(p is None or not {"cut-upstream", "cut-downstream"} <= set(p.toxics())
-                   for p in (t.get_proxy(name) for name in links))
+    # -- state for `chaos cluster status/down` ----------------------------------------------------
+    def _write_state(self) -> None:
+        state = {"run_id": self.run_id, "provider": "compose", "created": time.time(), "dir": str(self.dir),
+                 "owner": os.environ.get("CHAOSLOCK_OWNER"), "owner_pid": os.getpid(),
+                 "nodes": [n.to_dict() for n in self.nodes], "pids": dict(self._pids),
+                 "clients": {"netns": self.client_netns}, "compose_file": str(self.file)}
+        (self.dir / "state.json").write_text(json.dumps(state, indent=1))
 
 
-def make_compose_cluster(spec: Any, run_id: str, log_dir: Path, nemeses: Sequence[Any] = ()) -> ComposeCluster:
-    """The compose counterpart of cluster.assemble.make_cluster: the backend's lock servers plus the store."""
+def _labelled(what: str, run_id: str | None = None) -> list[tuple[str, str]]:
+    """(id, run id) of every container ("ps") or network ("network") carrying our run label."""
+    flt = f"label={RUN_LABEL}" + (f"={run_id}" if run_id else "")
+    args = ["ps", "-a"] if what == "ps" else ["network", "ls"]
+    r = docker(*args, "--filter", flt, "--format", "{{.ID}} {{.Label \"" + RUN_LABEL + "\"}}", check=False)
+    return [tuple(line.split()[:2]) for line in r.stdout.splitlines() if len(line.split()) >= 2]
 
-    kind, count = servers_of(spec.backend, spec.options)
-    fake = Compose(list(nemeses)).moves_server_clocks(spec) and faketime_moves(kind, spec.options)
-    return ComposeCluster(run_id, kind, count, clients=spec.concurrency, log_dir=log_dir, fake_clock=fake)
+
+def remove_run(run_id: str) -> list[str]:
+    """Remove the containers (with their anonymous volumes) and networks labelled with one
+    run id; say what went. Nothing if no engine answers."""
+    check_run_id(run_id)
+    if shutil.which("docker") is None or docker("info", "-f", "{{.ID}}", timeout=20, check=False).returncode != 0:
+        return []
+    done = []
+    containers = [cid for cid, _ in _labelled("ps", run_id)]
+    if containers:
+        docker("rm", "--force", "--volumes", *containers, check=False)
+        done += [f"container {cid} (run {run_id})" for cid in containers]
+    networks = [nid for nid, _ in _labelled("network", run_id)]
+    if networks:
+        docker("network", "rm", *networks, check=False)
+        done += [f"network {nid} (run {run_id})" for nid in networks]
+    return done
+
+
+def leftover_runs() -> set[str]:
+    """Run ids that label a container or network (for `chaos cluster down --all`)."""
+    from harness.cluster.base import RUN_ID
+
+    if shutil.which("docker") is None or docker("info", "-f", "{{.ID}}", timeout=20, check=False).returncode != 0:
+        return set()
+    return {rid for what in ("ps", "network") for _, rid in _labelled(what) if RUN_ID.fullmatch(rid)}
+
+
+def make_compose_cluster(spec: Any, run_id: str, log_dir: Path, groups: Sequence[Group]) -> ComposeCluster:
+    """The compose counterpart of LocalCluster: the same groups, in containers."""
+    if spec.netns is False or spec.base_port is not None:
+        raise BadArgument("--no-netns and --base-port are local-provider settings; the compose provider always gives "
+                          "each server and client its own network namespace")
+    return ComposeCluster(run_id, groups, clients=spec.concurrency, log_dir=log_dir)

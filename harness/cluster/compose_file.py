@@ -1,41 +1,62 @@
-"""The compose cluster as data: its topology, and compose/docker-compose.yml generated from it.
+"""The compose cluster as data: its topology, and the compose files generated from it.
 
-Pure: nothing here touches Docker. `TOPOLOGY` names every server with its addresses;
-`document()` is the whole compose file as a dict and `render()` its YAML
-(`python -m harness.cluster.compose_file > compose/docker-compose.yml`); a unit test checks
-that the file on disk still matches. The provider that drives these containers is
-harness/cluster/compose.py. Addresses come from 198.19.250.0/23 only, the top of the
-RFC 2544 benchmarking range 198.18.0.0/15, far from the /24s the local provider picks.
+Pure: nothing here touches Docker. `TOPOLOGY` names every server with its address;
+`document()` is a whole compose file as a dict and `render()` its YAML. The file on disk,
+compose/docker-compose.yml (`python -m harness.cluster.compose_file > compose/docker-compose.yml`,
+checked by tests/unit/test_compose.py), is the one for people: every server, healthchecks,
+the harness service. A run writes its own, from the same function, into its state dir: only
+its servers, configured by its options (harness/cluster/compose.py).
 
-  network `chaos` 198.19.250.0/24  every service. Clients never reach a lock server directly:
-      worker i talks to server s through its own toxiproxy proxy `c<i>>s` (`client_proxy`,
-      created by the provider's up()), so cutting one client from one server is one proxy.
-  network `peer-<x>` /28            one per etcd / ZooKeeper node x, holding x and toxiproxy.
-      x's /etc/hosts maps every peer name `<y>.peer` to toxiproxy's address on peer-x, and
-      each destination has its own port, so every directed server pair x>y has its own
-      proxy (etcd: one, ZooKeeper: quorum and election; `peer_proxies`). A partition cuts
-      exactly the pairs its grudge names, as the local provider's iptables rules do.
+Every server runs the command line the local provider would give it (the ServerKind's
+argv, with the container's own address, ports and paths), so the two providers run the
+same servers the same way and their verdicts compare.
+
+  network `chaos` 198.19.250.0/24 (bridge `chaoslock0`)  every server, with a fixed address
+      in the lower half (Docker's own allocations stay there too: ip_range). The upper half
+      is the harness's: each lock client gets a network namespace of its own, attached to
+      this bridge (harness/cluster/netns.py), so one client can be cut from one server.
+  /state  a bind mount of the node's dir in the run's state dir on the host: data dir,
+      server log (server.log), libfaketime's clock file. The harness reads the log (the
+      ZooKeeper clock read-back) and writes the clock file from the host, as it does for
+      local processes.
+Addresses come from 198.19.250.0/24 only, the top of the RFC 2544 benchmarking range
+198.18.0.0/15, far from the /24s the local provider picks.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import json
+import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
+
+from harness.cluster.base import Node, ServerKind
 
 PROJECT = "chaoslock"
 COMPOSE_FILE = Path(__file__).resolve().parents[2] / "compose" / "docker-compose.yml"
-MAIN = ipaddress.ip_network("198.19.250.0/24")
-PEERS = ipaddress.ip_network("198.19.251.0/24")
-TOXIPROXY_IP, HARNESS_IP, TOXIPROXY_API = str(MAIN[2]), str(MAIN[3]), 8474
+NET = ipaddress.ip_network("198.19.250.0/24")
+DOCKER_RANGE = "198.19.250.0/25"  # Docker's IPAM stays here; the clients' namespaces take the rest
+CLIENT_OFFSET = 128  # client c<i> is NET[CLIENT_OFFSET + i]: netns.Network(first_host=CLIENT_OFFSET - 1)
+BRIDGE = "chaoslock0"
+GATEWAY = str(NET[1])
+NETWORK = f"{PROJECT}_chaos"
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
-CLOCK_FILE = "/faketime/clock"
-IMAGES = {"valkey": "chaoslock-valkey:9.1.2", "zookeeper": "zookeeper:3.8.4", "etcd": "quay.io/coreos/etcd:v3.5.17",
-          "toxiproxy": "ghcr.io/shopify/toxiproxy:2.9.0", "harness": "chaoslock-harness:0.1.0"}
+STATE = "/state"  # inside each server container
+CLOCK_FILE, LOG_FILE, DATA_DIR = f"{STATE}/clock", f"{STATE}/server.log", f"{STATE}/data"
+MANUAL_STATE = "/dev/shm/chaoslock-compose"  # the people's file's default for ${CHAOSLOCK_STATE}
+IMAGES = {"valkey": "chaoslock-valkey:9.1.2", "etcd": "chaoslock-etcd:3.4.23",
+          "zookeeper": "chaoslock-zookeeper:3.8.0", "harness": "chaoslock-harness:0.1.0"}
+BINARIES = {"valkey": "valkey-server", "etcd": "etcd", "zookeeper": "java"}  # on each image's PATH
 PORTS = {"valkey": 6379, "zookeeper": 2181, "etcd": 2379}
-ZK_QUORUM, ZK_ELECTION, ETCD_PEER = 2888, 3888, 2380
+PEER_PORTS = {"valkey": (0, 0), "zookeeper": (2888, 3888), "etcd": (2380, 0)}
+RUN_LABEL = "chaoslock.run"
+
+
+def image(kind: str) -> str:
+    """The image a kind's containers run: $CHAOSLOCK_IMAGE_<KIND> if set, else the project's."""
+    return os.environ.get(f"CHAOSLOCK_IMAGE_{kind.upper()}") or IMAGES[kind]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,10 +65,6 @@ class Server:
     kind: str
     ordinal: int
     ip: str
-    peer_net: str | None = None  # "peer-<name>" for kinds whose servers talk to each other
-    peer_subnet: str | None = None
-    toxiproxy_peer_ip: str | None = None  # toxiproxy's address on peer_net
-    node_peer_ip: str | None = None
 
     @property
     def container(self) -> str:
@@ -55,16 +72,10 @@ class Server:
 
 
 def _topology() -> dict[str, Server]:
-    out: dict[str, Server] = {"store": Server(name="store", kind="valkey", ordinal=1, ip=str(MAIN[10]))}
-    for i in range(1, 6):
-        out[f"n{i}"] = Server(name=f"n{i}", kind="valkey", ordinal=i, ip=str(MAIN[10 + i]))
-    peer_nets = iter(PEERS.subnets(new_prefix=28))
-    for kind, prefix, base in (("zookeeper", "z", 20), ("etcd", "e", 30)):
-        for i in range(1, 4):
-            net = next(peer_nets)
-            out[f"{prefix}{i}"] = Server(name=f"{prefix}{i}", kind=kind, ordinal=i, ip=str(MAIN[base + i]),
-                                         peer_net=f"peer-{prefix}{i}", peer_subnet=str(net),
-                                         node_peer_ip=str(net[2]), toxiproxy_peer_ip=str(net[3]))
+    out = {"store": Server(name="store", kind="valkey", ordinal=1, ip=str(NET[10]))}
+    for kind, prefix, base, count in (("valkey", "n", 10, 5), ("zookeeper", "z", 20, 3), ("etcd", "e", 30, 3)):
+        for i in range(1, count + 1):
+            out[f"{prefix}{i}"] = Server(name=f"{prefix}{i}", kind=kind, ordinal=i, ip=str(NET[base + i]))
     return out
 
 
@@ -73,124 +84,119 @@ GROUPS = {"valkey": ("n1", "n2", "n3", "n4", "n5"), "zookeeper": ("z1", "z2", "z
 
 
 def group(kind: str) -> list[Server]:
-    """The servers a `kind` cluster may use, in order (a provider takes the first `count`)."""
+    """The servers a `kind` cluster may use, in order (a run takes the first `count`)."""
     return [TOPOLOGY[n] for n in GROUPS[kind]]
 
 
-def peer_proxies() -> list[dict]:
-    """The static server-to-server proxies (loaded by toxiproxy at start): name, listen, upstream."""
-    out = []
-    for kind, links in (("etcd", ((ETCD_PEER, 23800, ""),)),
-                        ("zookeeper", ((ZK_QUORUM, 28880, ":quorum"), (ZK_ELECTION, 38880, ":election")))):
-        for src in group(kind):
-            for dst in group(kind):
-                if src.name != dst.name:
-                    for port, base, suffix in links:
-                        out.append({"name": f"{src.name}>{dst.name}{suffix}", "listen": f"{src.toxiproxy_peer_ip}:{base + dst.ordinal}",
-                                    "upstream": f"{dst.ip}:{port}", "enabled": True})
-    return out
+def container_node(s: Server, *, role: str = "lock", fake_clock: bool = False) -> Node:
+    """The server as its own container sees it: its address, ports and paths under /state."""
+    peer, election = PEER_PORTS[s.kind]
+    return Node(name=s.name, kind=s.kind, role=role, host=s.ip, port=PORTS[s.kind], peer_port=peer,
+                election_port=election, data_dir=DATA_DIR, log_path=LOG_FILE,
+                clock_file=CLOCK_FILE if fake_clock else None, ordinal=s.ordinal)
 
 
-def client_proxy(client: int, server: Server, index: int) -> dict:
-    """Worker `client` (1-based) -> `server`, the `index`-th (0-based) server of its group."""
-    return {"name": f"c{client}>{server.name}", "listen": f"{TOXIPROXY_IP}:{30000 + 100 * client + index}",
-            "upstream": f"{server.ip}:{PORTS[server.kind]}", "enabled": True}
+def command(kind: ServerKind, s: Server, peers: Sequence[Server]) -> list[str]:
+    """`sh -c` that prepares the node's config in /state and execs the local provider's argv,
+    its output into /state/server.log (where the harness reads it)."""
+    me, others = container_node(s), [container_node(p) for p in peers]
+    argv = kind.argv(me, others, binary=BINARIES[s.kind])
+    if "--proc-title-template" in argv:  # names a host run dir, which a container has not
+        i = argv.index("--proc-title-template")
+        del argv[i:i + 2]
+    prep = [f"mkdir -p {DATA_DIR}"]
+    if s.kind == "zookeeper":
+        from harness.cluster.zookeeper import zoo_cfg
+
+        prep += [f"printf %s {shlex.quote(zoo_cfg(me, others))} > {DATA_DIR}/zoo.cfg",
+                 f"echo {s.ordinal} > {DATA_DIR}/myid"]
+    elif s.kind == "etcd":
+        prep.append(f"chmod 700 {DATA_DIR}")
+    return ["sh", "-c", " && ".join(prep) + f" && exec {shlex.join(argv)} >>{LOG_FILE} 2>&1"]
 
 
-def _health(test: list[str]) -> dict:
-    return {"test": test, "interval": "2s", "timeout": "3s", "retries": 30, "start_period": "5s"}
-
-
-def _service(s: Server) -> dict:
-    svc: dict[str, Any] = {"image": IMAGES[s.kind], "container_name": s.container, "hostname": s.name,
-                           "labels": {"chaoslock.run": "${CHAOSLOCK_RUN:-manual}"},
-                           "networks": {"chaos": {"ipv4_address": s.ip}}}
-    if s.kind == "valkey":
-        svc["build"] = {"context": ".", "dockerfile": "Dockerfile.valkey"}
-        svc["command"] = ["valkey-server", "--port", "6379", "--bind", "0.0.0.0", "--protected-mode", "no", "--save", "",
-                          "--appendonly", "no", "--io-threads", "1"]
-        if s.name != "store":  # the store is never faulted; the others get libfaketime only with a clock nemesis
-            svc["environment"] = {"LD_PRELOAD": "${CHAOSLOCK_FAKETIME:-}", "FAKETIME_TIMESTAMP_FILE": CLOCK_FILE,
-                                  "FAKETIME_NO_CACHE": "1"}
-        svc["healthcheck"] = _health(["CMD", "python3", "-c", "import socket; s = socket.create_connection(('127.0.0.1', 6379), 1); "
-                                      "s.sendall(b'PING\\r\\n'); assert s.recv(7) == b'+PONG\\r\\n'"])
-        return svc
-    peers = group(s.kind)
-    svc["networks"][s.peer_net] = {"ipv4_address": s.node_peer_ip}
-    svc["extra_hosts"] = [f"{p.name}.peer:{s.toxiproxy_peer_ip}" for p in peers]
-    svc["depends_on"] = {"toxiproxy": {"condition": "service_healthy"}}
+def _health(s: Server) -> dict:
+    probe = {"valkey": ("PING\\r\\n", 7, "PONG"), "zookeeper": ("srvr", 4096, "Mode:")}  # ZooKeeper then closes
     if s.kind == "etcd":
-        svc["command"] = ["/usr/local/bin/etcd", "--name", s.name, "--data-dir", "/var/lib/etcd/data",
-                          "--listen-client-urls", "http://0.0.0.0:2379", "--advertise-client-urls", f"http://{s.ip}:2379",
-                          "--listen-peer-urls", f"http://0.0.0.0:{ETCD_PEER}",
-                          "--initial-advertise-peer-urls", f"http://{s.name}.peer:{23800 + s.ordinal}",
-                          "--initial-cluster", ",".join(f"{p.name}=http://{p.name}.peer:{23800 + p.ordinal}" for p in peers),
-                          "--initial-cluster-token", PROJECT, "--initial-cluster-state", "new",
-                          # As the local provider: 100/1000 ms, pre-vote off (etcd 3.4's default).
-                          "--heartbeat-interval", "100", "--election-timeout", "1000", "--pre-vote=false",
-                          "--logger", "zap", "--log-outputs", "stderr"]
-        svc["healthcheck"] = _health(["CMD", "/usr/local/bin/etcdctl", "--endpoints=http://127.0.0.1:2379", "endpoint", "health"])
+        test = ["CMD", "etcdctl", f"--endpoints=http://{s.ip}:2379", "endpoint", "health"]
     else:
-        servers = " ".join(f"server.{p.ordinal}=" + ("0.0.0.0:2888:3888" if p.name == s.name else
-                                                     f"{p.name}.peer:{28880 + p.ordinal}:{38880 + p.ordinal}") + ";2181"
-                           for p in peers)
-        # The local provider's timing (tickTime 500 ms, initLimit 20, syncLimit 4).
-        svc["environment"] = {"ZOO_MY_ID": str(s.ordinal), "ZOO_SERVERS": servers, "ZOO_TICK_TIME": "500",
-                              "ZOO_INIT_LIMIT": "20", "ZOO_SYNC_LIMIT": "4", "ZOO_4LW_COMMANDS_WHITELIST": "*",
-                              "ZOO_MAX_CLIENT_CNXNS": "0", "ZOO_ADMINSERVER_ENABLED": "false", "ZOO_STANDALONE_ENABLED": "false",
-                              "ZOO_CFG_EXTRA": "quorumListenOnAllIPs=true minSessionTimeout=1000 maxSessionTimeout=30000",
-                              "JVMFLAGS": "-Xmx128m -Dzookeeper.fastleader.maxNotificationInterval=1000 -Dzookeeper.cnxTimeout=1000"}
-        svc["healthcheck"] = _health(["CMD-SHELL", "zkServer.sh status"])
+        send, size, want = probe[s.kind]
+        test = ["CMD", "bash", "-c", f"exec 3<>/dev/tcp/{s.ip}/{PORTS[s.kind]} && printf '{send}' >&3 && "
+                f"timeout 2 head -c {size} <&3 | grep -q '{want}'"]
+    return {"test": test, "interval": "1s", "timeout": "3s", "retries": 60}
+
+
+def _service(s: Server, kind: ServerKind, peers: Sequence[Server], *, run: str, state: str,
+             faketime: str | None, healthcheck: bool) -> dict:
+    svc: dict[str, Any] = {"image": image(s.kind), "container_name": s.container, "hostname": s.name,
+                           "labels": {RUN_LABEL: run}, "networks": {"chaos": {"ipv4_address": s.ip}},
+                           "volumes": [f"{state}/{s.name}:{STATE}"],
+                           "command": [a.replace("$", "$$") for a in command(kind, s, peers)]}  # no interpolation
+    if faketime is not None and s.name != "store":  # the store is never faulted
+        svc["environment"] = {"LD_PRELOAD": faketime, "FAKETIME_TIMESTAMP_FILE": CLOCK_FILE, "FAKETIME_NO_CACHE": "1"}
+    if healthcheck:
+        svc["healthcheck"] = _health(s)
     return svc
 
 
-def document() -> dict:
-    """The whole compose file as a dict (what PyYAML writes to compose/docker-compose.yml)."""
-    nets: dict[str, Any] = {"chaos": {"driver": "bridge", "ipam": {"config": [{"subnet": str(MAIN), "gateway": str(MAIN[1])}]}}}
-    toxi_nets: dict[str, Any] = {"chaos": {"ipv4_address": TOXIPROXY_IP}}
-    for s in TOPOLOGY.values():
-        if s.peer_net:
-            net = ipaddress.ip_network(s.peer_subnet)
-            nets[s.peer_net] = {"driver": "bridge", "internal": True,
-                                "ipam": {"config": [{"subnet": str(net), "gateway": str(net[1])}]}}
-            toxi_nets[s.peer_net] = {"ipv4_address": s.toxiproxy_peer_ip}
-    services: dict[str, Any] = {
-        "toxiproxy": {"image": IMAGES["toxiproxy"], "container_name": f"{PROJECT}-toxiproxy",
-                      "command": ["-host=0.0.0.0", "-config=/config/toxiproxy.json"],
-                      "configs": [{"source": "toxiproxy_peers", "target": "/config/toxiproxy.json"}],
-                      "labels": {"chaoslock.run": "${CHAOSLOCK_RUN:-manual}"},
-                      "healthcheck": _health(["CMD", "/toxiproxy-cli", "list"]), "networks": toxi_nets}}
-    services.update({name: _service(s) for name, s in TOPOLOGY.items()})
-    services["harness"] = {
-        "image": IMAGES["harness"], "container_name": f"{PROJECT}-harness",
-        "build": {"context": "..", "dockerfile": "compose/Dockerfile.harness"},
-        "command": ["sleep", "infinity"], "working_dir": "/src",
-        "environment": {"CHAOSLOCK_COMPOSE_FILE": "/src/compose/docker-compose.yml"},
-        "volumes": ["/var/run/docker.sock:/var/run/docker.sock", "../store:/src/store"],
-        "healthcheck": _health(["CMD", "chaos", "list"]),
-        "networks": {"chaos": {"ipv4_address": HARNESS_IP}}}
-    return {"name": PROJECT, "services": services, "networks": nets,
-            "configs": {"toxiproxy_peers": {"content": "[\n" + ",\n".join(json.dumps(p) for p in peer_proxies()) + "\n]\n"}}}
+def _harness() -> dict:
+    """The harness itself in a container. It faults the servers from the host's side, as
+    the harness on the host does: host network (it attaches client namespaces to the
+    chaos bridge), host pids (SIGSTOP, the vDSO patch), privileged (namespaces, iptables,
+    ptrace), the engine's socket, and /dev/shm, where run state dirs (bind-mounted into the
+    servers by their host path) live."""
+    return {"image": image("harness"), "container_name": f"{PROJECT}-harness",
+            "build": {"context": "..", "dockerfile": "compose/Dockerfile.harness"},
+            "profiles": ["harness"], "labels": {RUN_LABEL: "harness"},
+            "network_mode": "host", "pid": "host", "privileged": True,
+            "command": ["sleep", "infinity"], "working_dir": "/src",
+            "volumes": ["/var/run/docker.sock:/var/run/docker.sock", "/dev/shm:/dev/shm", "../store:/src/store"],
+            "healthcheck": {"test": ["CMD", "chaos", "list"], "interval": "2s", "timeout": "10s", "retries": 30}}
 
 
-def render() -> str:
+def document(servers: Sequence[tuple[Server, ServerKind]] | None = None, *, run: str = "${CHAOSLOCK_RUN:-manual}",
+             state: str = f"${{CHAOSLOCK_STATE:-{MANUAL_STATE}}}", faketime: str | None = "${CHAOSLOCK_FAKETIME:-}",
+             people: bool = True) -> dict:
+    """A compose file: the given (server, kind) pairs, or every server with default kinds.
+
+    people=True adds healthchecks and the harness service (the checked-in file); a run's
+    own file has neither (the provider probes readiness itself, and faster). `faketime`
+    is LD_PRELOAD for the lock servers (None: no libfaketime)."""
+    if servers is None:
+        from harness.cluster.kinds import server_kind
+
+        servers = [(s, server_kind(s.kind)) for s in TOPOLOGY.values()]
+    by_kind: dict[str, list[Server]] = {}
+    for s, _ in servers:
+        if s.name != "store":
+            by_kind.setdefault(s.kind, []).append(s)
+    services = {s.name: _service(s, kind, by_kind.get(s.kind, [s]) if s.name != "store" else [s], run=run, state=state,
+                                 faketime=faketime, healthcheck=people)
+                for s, kind in servers}
+    if people:
+        services["harness"] = _harness()
+    net = {"driver": "bridge", "driver_opts": {"com.docker.network.bridge.name": BRIDGE}, "labels": {RUN_LABEL: run},
+           "ipam": {"config": [{"subnet": str(NET), "ip_range": DOCKER_RANGE, "gateway": GATEWAY}]}}
+    return {"name": PROJECT, "services": services, "networks": {"chaos": net}}
+
+
+def render(doc: dict | None = None, *, head: bool = True) -> str:
     import yaml
 
-    head = ("# Generated by `python -m harness.cluster.compose_file > compose/docker-compose.yml`; edit\n"
-            "# harness/cluster/compose_file.py, not this file (tests/unit/test_compose.py checks they agree).\n")
+    text = ("# Generated by `python -m harness.cluster.compose_file > compose/docker-compose.yml`; edit\n"
+            "# harness/cluster/compose_file.py, not this file (tests/unit/test_compose.py checks they agree).\n"
+            "# Images: `make compose` builds them. Up by hand: docker compose -f compose/docker-compose.yml up -d --wait\n"
+            "# (CHAOSLOCK_STATE picks the host dir bind-mounted as each server's /state).\n") if head else ""
+
     class Dumper(yaml.SafeDumper):
         pass
 
     def seq(d: yaml.SafeDumper, v: list):  # lists of scalars on one line, everything else as blocks
-        flat = all(not isinstance(x, (dict, list)) for x in v)
+        flat = all(not isinstance(x, (dict, list)) for x in v) and sum(len(str(x)) for x in v) < 100
         return d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=flat)
 
-    def text(d: yaml.SafeDumper, v: str):  # multi-line strings (the proxy list) as literal blocks
-        return d.represent_scalar("tag:yaml.org,2002:str", v, style="|" if "\n" in v else None)
-
     Dumper.add_representer(list, seq)
-    Dumper.add_representer(str, text)
-    return head + yaml.dump(document(), Dumper=Dumper, sort_keys=False, width=120)
+    return text + yaml.dump(doc or document(), Dumper=Dumper, sort_keys=False, width=120)
 
 
 if __name__ == "__main__":

@@ -218,9 +218,9 @@ class EtcdKind:
         os.makedirs(node.data_dir, exist_ok=True)
         os.chmod(node.data_dir, 0o700)  # etcd 3.4 warns (and 3.5 refuses) otherwise
 
-    def argv(self, node: Node, peers: Sequence[Node]) -> list[str]:
+    def argv(self, node: Node, peers: Sequence[Node], binary: str | None = None) -> list[str]:
         initial = ",".join(f"{p.name}={peer_url(p)}" for p in peers)
-        return [etcd_binary(),
+        return [binary or etcd_binary(),
                 "--name", node.name,
                 "--data-dir", node.data_dir,
                 "--listen-client-urls", client_url(node),

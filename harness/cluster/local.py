@@ -21,7 +21,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from harness.cluster.base import ClientPlace, Node, ProcState, ServerKind, check_run_id, node_named
 from harness.errors import BadArgument, ClusterError, MissingDependency, PortInUse
@@ -398,33 +398,12 @@ class LocalCluster:
         return [n.name for n in self.nodes if self._clock_method(n.name) is not None]
 
     def _clock_method(self, name: str) -> str | None:
-        """How this node's clock can be moved: "faketime" (libfaketime file: wall and
-        monotonic clocks), "timewarp" (vDSO patch: wall clock only), or None."""
-        node = self.node(name)
-        if node.clock_file:
-            return "faketime"
-        if node.kind in TIMEWARP_KINDS:
-            from harness.cluster import timewarp
-
-            return "timewarp" if timewarp.supported() is None else None
-        return None
+        return clock_method(self.node(name))
 
     def set_clock(self, name: str, offset_s: float, rate: float = 1.0) -> None:
         """Set a node's wall-clock offset in seconds relative to the real clock."""
-        node = self.node(name)
-        method = self._clock_method(name)
-        if method is None:
-            raise BadArgument(f"{name} ({node.kind}) runs neither under libfaketime nor with a patchable vDSO, "
-                              "so its clock cannot be moved")
         self._clock_offsets[name] = offset_s
-        if method == "faketime":
-            tmp = node.clock_file + ".tmp"
-            Path(tmp).write_text(f"{offset_s:+.3f}\n")
-            os.replace(tmp, node.clock_file)
-        else:
-            from harness.cluster import timewarp
-
-            timewarp.set_offset(self._state[name].pid, offset_s)
+        set_node_clock(self.node(name), self._state[name].pid, offset_s)
 
     def read_clock_offset(self, name: str) -> float:
         """The node's clock minus the host's real wall clock, read back from the server."""
@@ -446,9 +425,40 @@ class LocalCluster:
         (self.dir / "state.json").write_text(json.dumps(state, indent=1))
 
 
-class NamespacedCluster(LocalCluster):
-    """A LocalCluster whose servers and clients each have a network namespace: it can cut
-    links (NetworkControl). Made by LocalCluster(...) when namespaces are available."""
+def clock_method(node: Node) -> str | None:
+    """How a node's clock can be moved: "faketime" (libfaketime file: wall and monotonic
+    clocks), "timewarp" (vDSO patch: wall clock only), or None."""
+    if node.clock_file:
+        return "faketime"
+    if node.kind in TIMEWARP_KINDS:
+        from harness.cluster import timewarp
+
+        return "timewarp" if timewarp.supported() is None else None
+    return None
+
+
+def set_node_clock(node: Node, pid: int, offset_s: float) -> None:
+    """Move the wall clock of `node`, whose server is host process `pid`, to real + offset_s:
+    rewrite its libfaketime file (atomically) or patch its vDSO."""
+    method = clock_method(node)
+    if method is None:
+        raise BadArgument(f"{node.name} ({node.kind}) runs neither under libfaketime nor with a patchable vDSO, "
+                          "so its clock cannot be moved")
+    if method == "faketime":
+        tmp = node.clock_file + ".tmp"
+        Path(tmp).write_text(f"{offset_s:+.3f}\n")
+        os.replace(tmp, node.clock_file)
+    else:
+        from harness.cluster import timewarp
+
+        timewarp.set_offset(pid, offset_s)
+
+
+class NetnsLinks:
+    """NetworkControl for a cluster whose hosts (servers and clients c1..cN) are hosts of
+    its netns.Network `self.network`: partitions are that network's iptables rules."""
+
+    network: Any
 
     def partition(self, grudge: Mapping[str, Iterable[str]]) -> None:
         self.network.partition(grudge)
@@ -466,3 +476,7 @@ class NamespacedCluster(LocalCluster):
                            **quiet_group())
         return r.returncode == 0
 
+
+class NamespacedCluster(NetnsLinks, LocalCluster):
+    """A LocalCluster whose servers and clients each have a network namespace: it can cut
+    links (NetworkControl). Made by LocalCluster(...) when namespaces are available."""

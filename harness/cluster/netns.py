@@ -245,13 +245,17 @@ class Network:
     be called (it is idempotent); what a SIGKILLed run leaves is removed by `cleanup_all()`.
     """
 
-    def __init__(self, run_id: str):
+    def __init__(self, run_id: str, *, bridge: str | None = None, subnet: str | None = None, first_host: int = 0):
+        """A bridge of the run's own, on a free /24 of the pool; or, with `bridge` and `subnet`,
+        someone else's bridge (Docker's, for the compose provider), which up() and down()
+        leave alone: its hosts' addresses then start after `first_host`."""
         self.run_id = check_run_id(run_id)
-        self.bridge = f"{BRIDGE_PREFIX}{run_id}"
         self.comment = f"chaoslock-{run_id}"
-        self._set_subnet(_pick_subnet(run_id))
+        self._own_bridge = bridge is None
+        self.bridge = bridge or f"{BRIDGE_PREFIX}{run_id}"
+        self._set_subnet(_pick_subnet(run_id) if subnet is None else ipaddress.ip_network(subnet))
         self._hosts: dict[str, Host] = {}
-        self._counter = 0
+        self._first = self._counter = first_host
         self._lock: IO | None = None  # held while up; see the module docstring
         self._rules: dict[str, frozenset[str]] = {}  # netns -> our "-A ..." lines in it
 
@@ -264,9 +268,11 @@ class Network:
         """Create the bridge with `bridge_addr` and bring it up. Must not be called twice."""
         if self._lock is not None:
             raise ClusterError(f"network {self.run_id} is already up; call down() first")
-        if self.bridge in _links():
+        if self._own_bridge and self.bridge in _links():
             raise ClusterError(f"bridge {self.bridge} already exists (left by a killed run?); "
                                f"run `chaos cluster down --all`")
+        if not self._own_bridge and self.bridge not in _links():
+            raise ClusterError(f"bridge {self.bridge} does not exist; bring up what makes it first")
         while True:  # not inherited by spawned workers (Python opens files non-inheritable)
             self._lock = open(_lock_path(self.run_id), "w")
             fcntl.flock(self._lock, fcntl.LOCK_EX)
@@ -275,6 +281,15 @@ class Network:
                     os.stat(self._lock.name).st_ino == os.fstat(self._lock.fileno()).st_ino:
                 break
             self._lock.close()
+        if self._own_bridge:
+            self._make_bridge()
+        # br_netfilter sends bridged frames through the root FORWARD chain: a DROP policy
+        # there (Docker sets one) would silently cut every host off from every other.
+        if not _forward_accepts():
+            _run(["iptables", "-w", "-I", "FORWARD", "-s", self.subnet, "-d", self.subnet,
+                  "-m", "comment", "--comment", self.comment, "-j", "ACCEPT"])
+
+    def _make_bridge(self) -> None:
         # Two runs starting together must not both pick the same free /24. The lock is on
         # the lock directory itself, which always exists: a lock file would stay behind.
         pick = os.open(_LOCK_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -288,11 +303,6 @@ class Network:
                 f"link set {self.bridge} up\n"))
         finally:
             os.close(pick)  # closing drops the flock
-        # br_netfilter sends bridged frames through the root FORWARD chain: a DROP policy
-        # there (Docker sets one) would silently cut every host off from every other.
-        if not _forward_accepts():
-            _run(["iptables", "-w", "-I", "FORWARD", "-s", self.subnet, "-d", self.subnet,
-                  "-m", "comment", "--comment", self.comment, "-j", "ACCEPT"])
 
     def add_host(self, name: str) -> Host:
         """Create namespace, veth into the bridge, address, lo up, default route via the bridge."""
@@ -328,6 +338,22 @@ class Network:
                  input=f"link del {veth}\nnetns del {ns}\n", check=False)
             raise
         self._hosts[name] = Host(name=name, netns=ns, addr=addr)
+        return self._hosts[name]
+
+    def attach_host(self, name: str, pid: int, addr: str) -> Host:
+        """Name the network namespace process `pid` lives in (a container's) as host `name`
+        with address `addr`, so partitions cut it as they cut our own hosts. The namespace
+        stays its owner's: down() only removes the name (`ip netns attach`/`del`)."""
+        if self._lock is None:
+            raise ClusterError(f"network {self.run_id} is not up; call up() before attach_host()")
+        ns = f"{NS_PREFIX}{self.run_id}-{name}"
+        _run(["ip", "-force", "netns", "del", ns], check=False)
+        _run(["ip", "netns", "attach", ns, str(pid)])
+        self._hosts[name] = Host(name=name, netns=ns, addr=addr)
+        rules = self._rules.get(ns)
+        if rules:  # a restarted container has a new namespace: put its side of the cut back
+            _run(self._restore_argv(ns), input="*filter\n" + "".join(r + "\n" for r in sorted(rules)) + "COMMIT\n",
+                 error=NemesisError)
         return self._hosts[name]
 
     def host(self, name: str) -> Host:
@@ -412,7 +438,7 @@ class Network:
         _remove(lambda rid: rid == self.run_id, kill_processes=False)
         self._hosts.clear()
         self._rules.clear()
-        self._counter = 0
+        self._counter = self._first
         if self._lock is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self._lock.name)

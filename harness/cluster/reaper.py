@@ -2,7 +2,8 @@
 
 Every server process chaoslock starts has CHAOSLOCK_RUN=<run id> in its environment, so
 it can be found from /proc even when the run that started it was SIGKILLed and its state
-file is gone. Namespaces, the bridge and iptables rules carry the run id in their names
+file is gone; every container and network of the compose provider carries the run id in
+its `chaoslock.run` label. Namespaces, the bridge and iptables rules carry the run id in their names
 (see netns.cleanup_all); state dirs live under local.state_root().
 """
 
@@ -108,9 +109,10 @@ def kill_run(run_id: str, timeout: float = 5.0) -> list[str]:
                 pass
         done.append(f"process {pid} (run {run_id})")
         done += [f"libfaketime file {f}" for f in remove_faketime_files(pid)]
-    if os.geteuid() == 0:  # only root makes namespaces, bridges and rules
-        from harness.cluster import netns
+    if os.geteuid() == 0:  # only root makes namespaces, bridges, rules and (here) containers
+        from harness.cluster import compose, netns
 
+        done += compose.remove_run(run_id)
         done += netns.cleanup_run(run_id)
     d = state_root() / run_id
     if _ours(d):
@@ -146,6 +148,10 @@ def down_all() -> list[str]:
     root = state_root()
     if root.exists():
         ids |= {d.name for d in root.iterdir() if _ours(d)}
+    if os.geteuid() == 0:
+        from harness.cluster import compose
+
+        ids |= compose.leftover_runs()  # containers of a run whose state dir is gone
     for rid in sorted(ids):
         owner = _owner_pid(rid)
         if owner is not None and owner != os.getpid() and _alive(owner):

@@ -69,8 +69,8 @@ class ValkeyKind:
     def prepare(self, node: Node, peers: Sequence[Node]) -> None:
         os.makedirs(node.data_dir, exist_ok=True)
 
-    def argv(self, node: Node, peers: Sequence[Node]) -> list[str]:
-        return [valkey_binary(), "--bind", node.host, "--port", str(node.port),
+    def argv(self, node: Node, peers: Sequence[Node], binary: str | None = None) -> list[str]:
+        return [binary or valkey_binary(), "--bind", node.host, "--port", str(node.port),
                 "--dir", node.data_dir, "--save", "", "--appendonly", "yes" if self.appendonly else "no",
                 "--appendfsync", "everysec", "--protected-mode", "no", "--daemonize", "no",
                 "--loglevel", "notice", "--io-threads", "1",

@@ -189,8 +189,8 @@ class ZooKeeperKind:
         with open(self.cfg_path(node), "w") as f:
             f.write(zoo_cfg(node, peers))
 
-    def argv(self, node: Node, peers: Sequence[Node]) -> list[str]:
-        return [java_binary(), *JVM_FLAGS, "-cp", ":".join(CLASSPATH), MAIN, self.cfg_path(node)]
+    def argv(self, node: Node, peers: Sequence[Node], binary: str | None = None) -> list[str]:
+        return [binary or java_binary(), *JVM_FLAGS, "-cp", ":".join(CLASSPATH), MAIN, self.cfg_path(node)]
 
     def env(self, node: Node) -> dict[str, str]:
         # Nothing to add. (Blanking JAVA_TOOL_OPTIONS and friends is not possible from here, and

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Builds the images of compose/docker-compose.yml, on a host with a running Docker engine
+# (scripts/compose/engine.sh). Safe to run again: an image is rebuilt only when its build
+# context (Dockerfile, copied files, base) changed, which a label on the image records.
+#
+# Every Dockerfile takes its base as the build ARG BASE, whose default is a pinned public
+# image. Where that image cannot be pulled (no registry reachable), a local base is made
+# from Debian's own mirror: `debootstrap --variant=minbase bookworm`, `docker import`ed as
+# chaoslock-base:bookworm. Set CHAOSLOCK_BASE_IMAGE to use another base. Image names are
+# those of harness/cluster/compose_file.py, each overridable by CHAOSLOCK_IMAGE_<KIND>.
+#
+# Nothing here needs https inside a build: the valkey binary and the harness's Python
+# wheels are taken on the host (with the host's own trust store) into a temporary build
+# context; the containers fetch only Debian packages, from Debian's plain-http mirror.
+#   images.sh [valkey etcd zookeeper harness]   (default: the three servers)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. scripts/debs.sh
+
+PUBLIC_BASE=debian:bookworm-20241202-slim
+LOCAL_BASE=chaoslock-base:bookworm
+MIRROR=http://deb.debian.org/debian
+export DOCKER_BUILDKIT=0  # the classic builder: no buildx plugin needed, same result
+PY=${PYTHON:-python3}
+
+image_name() { "$PY" -c "import sys; from harness.cluster.compose_file import image; print(image(sys.argv[1]))" "$1"; }
+
+base_image() {
+  if [ -n "${CHAOSLOCK_BASE_IMAGE:-}" ]; then echo "$CHAOSLOCK_BASE_IMAGE"; return; fi
+  if docker image inspect "$PUBLIC_BASE" >/dev/null 2>&1 || timeout 120 docker pull -q "$PUBLIC_BASE" >/dev/null 2>&1; then
+    echo "$PUBLIC_BASE"; return
+  fi
+  if ! docker image inspect "$LOCAL_BASE" >/dev/null 2>&1; then
+    need_debs compose debootstrap >&2
+    local root
+    root=$(mktemp -d /var/tmp/chaoslock-base.XXXXXX)
+    echo "images: $PUBLIC_BASE cannot be pulled; making $LOCAL_BASE with debootstrap from $MIRROR" >&2
+    local t0=$SECONDS
+    if ! debootstrap --variant=minbase bookworm "$root" "$MIRROR" >"$root.log" 2>&1; then
+      echo "images: debootstrap failed; its log is $root.log" >&2
+      rm -rf "$root"
+      exit 255
+    fi
+    rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+    tar -C "$root" -c . | docker import - "$LOCAL_BASE" >/dev/null
+    rm -rf "$root" "$root.log"
+    echo "images: $LOCAL_BASE made in $((SECONDS - t0)) s" >&2
+  fi
+  echo "$LOCAL_BASE"
+}
+
+# build KIND: assemble the context in a temp dir, hash it, build unless an image with that hash exists.
+build() {
+  local kind=$1 name ctx sum have t0=$SECONDS
+  name=$(image_name "$kind")
+  ctx=$(mktemp -d)
+  trap 'rm -rf "$ctx"' RETURN
+  cp "compose/Dockerfile.$kind" "$ctx/Dockerfile"
+  case $kind in
+    valkey) cp "$("$PY" -c 'from harness.cluster.valkey import valkey_binary; print(valkey_binary())')" "$ctx/valkey-server" ;;
+    harness)
+      git ls-files -z -- pyproject.toml README.md expectations.toml harness workloads nemesis results compose clients docs \
+        | tar --null -T - -c | tar -C "$ctx" -x --one-top-level=src
+      "$PY" -m pip wheel -q --disable-pip-version-check -w "$ctx/wheels" "$ctx/src[test]" setuptools wheel >/dev/null
+      rm -f "$ctx"/wheels/chaoslock-*.whl
+      cp "$(command -v docker)" "$ctx/docker"
+      cp "$(docker info --format '{{range .ClientInfo.Plugins}}{{if eq .Name "compose"}}{{.Path}}{{end}}{{end}}')" "$ctx/docker-compose"
+      ;;
+  esac
+  sum=$( (echo "$BASE"; cd "$ctx" && find . -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-16)
+  have=$(docker image inspect -f '{{index .Config.Labels "chaoslock.context"}}' "$name" 2>/dev/null || true)
+  if [ "$have" = "$sum" ]; then
+    echo "images: $name is up to date"
+    return
+  fi
+  echo "images: building $name from $BASE"
+  if ! docker build -q --network host --build-arg "BASE=$BASE" --label "chaoslock.context=$sum" -t "$name" "$ctx" >"$ctx.log" 2>&1; then
+    echo "images: building $name failed:" >&2
+    tail -20 "$ctx.log" >&2
+    rm -f "$ctx.log"
+    exit 255
+  fi
+  rm -f "$ctx.log"
+  echo "images: $name built in $((SECONDS - t0)) s"
+}
+
+BASE=$(base_image)
+for kind in "${@:-valkey etcd zookeeper}"; do
+  for k in $kind; do build "$k"; done
+done
+# Dangling layers of images this script replaced.
+docker image prune -f --filter label=chaoslock.context >/dev/null
