@@ -2,17 +2,26 @@
 PY ?= python3
 DEFAULT_RUN = --backend redlock --nemesis clock-skew --time-limit 30 --concurrency 5 --seed 7
 
-.PHONY: install chaos test unit clean
+.PHONY: install compose compose-harness chaos test unit clean
 
 install:
 	@bash scripts/install.sh
+
+# What `--cluster compose` needs: Debian's Docker engine (started, inside 198.18.0.0/15), a
+# Compose v2 CLI and the server images (scripts/compose/). compose-harness adds the harness image.
+compose: install
+	@bash scripts/compose/engine.sh
+	@bash scripts/compose/images.sh
+
+compose-harness: compose
+	@bash scripts/compose/images.sh harness
 
 # The default chaos test. Exit 1 means "violations found", which is this test's expected
 # finding (Redlock under clock jumps), so only 2 and above fail make.
 chaos: install
 	@$(PY) -m harness run $(DEFAULT_RUN); rc=$$?; [ $$rc -le 1 ] || exit $$rc
 
-test: install
+test: install compose
 	$(PY) -m pytest -q -p no:cacheprovider --durations=12 tests
 
 unit:

@@ -147,10 +147,9 @@ def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency
     if junit:
         check_writable_file(junit, "--junit")
     human = sys.stderr if as_json else sys.stdout
-    if spec.cluster == "local":
-        from harness.cluster_cli import say_reaped
+    from harness.cluster_cli import say_reaped
 
-        say_reaped()
+    say_reaped()
     print(f"chaos run {spec.name} seed {seed} for {time_limit:g}s", file=human)
     for note in spec.notes():
         print(f"note: {note}", file=human)

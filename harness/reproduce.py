@@ -240,7 +240,7 @@ def describe(row: dict) -> str:
 
 
 def run_scenario(sc: Scenario, seeds: Sequence[int], *, time_limit: float, store: str, echo=print,
-                 on_row: Callable[[dict], None] = lambda row: None) -> list[dict]:
+                 on_row: Callable[[dict], None] = lambda row: None, cluster: str = "local") -> list[dict]:
     from harness.runner import run
     from harness.spec import TestSpec
 
@@ -249,8 +249,9 @@ def run_scenario(sc: Scenario, seeds: Sequence[int], *, time_limit: float, store
         for seed in seeds:
             kw = dict(sc.spec, **overrides)
             kw["options"] = dict(kw.get("options", {}))
-            spec = TestSpec(**kw, seed=seed, time_limit=time_limit, store=store,
-                            command=f"chaos reproduce {sc.name} --seeds {len(seeds)}")
+            where = "" if cluster == "local" else f" --cluster {cluster}"
+            spec = TestSpec(**kw, seed=seed, time_limit=time_limit, store=store, cluster=cluster,
+                            command=f"chaos reproduce {sc.name} --seeds {len(seeds)}{where}")
             out = run(spec, progress=False)
             if out.interrupted:  # Ctrl-C ends the whole batch, after this run's teardown
                 raise KeyboardInterrupt
@@ -374,11 +375,13 @@ def rejudge(row: dict) -> dict:
 @click.option("--first-seed", type=int, default=1, show_default=True, help="seeds run from here upwards")
 @click.option("--time-limit", type=Seconds(5, 60), default=25.0, show_default=True, help="seconds per run (at most 60)")
 @click.option("--store", default="store", show_default=True)
+@click.option("--cluster", type=click.Choice(["local", "compose"]), default="local", show_default=True,
+              help="where the servers run: local processes, or Docker Compose containers (make compose)")
 @click.option("--json", "as_json", is_flag=True, help="print the rows as JSON lines")
 @click.option("--summarize", "summarize_paths", multiple=True, metavar="ROWS",
               help="run nothing: print the table of earlier campaigns' rows.jsonl (repeatable)")
 @click.option("--recheck", is_flag=True, help="with --summarize: judge the stored runs again with today's predicates")
-def reproduce(name, all_, seeds, first_seed, time_limit, store, as_json, summarize_paths, recheck):
+def reproduce(name, all_, seeds, first_seed, time_limit, store, cluster, as_json, summarize_paths, recheck):
     """Run known-result scenarios; exit 1 if any seed misses its expected verdict."""
     if recheck and not summarize_paths:
         raise BadArgument("--recheck re-judges stored runs: give their rows with --summarize ROWS")
@@ -410,13 +413,14 @@ def reproduce(name, all_, seeds, first_seed, time_limit, store, as_json, summari
     try:
         for sc in (SCENARIOS.values() if all_ else [SCENARIOS[name]]):
             rows += run_scenario(sc, range(first_seed, first_seed + seeds), time_limit=time_limit, store=store,
-                                 on_row=record)
+                                 on_row=record, cluster=cluster)
     finally:  # a campaign cut short (Ctrl-C) still leaves the table of the runs it finished
         rows_file.close()
         if rows:
             (out_dir / "summary.md").write_text(
                 f"`chaos reproduce {name or '--all'} --seeds {seeds} --first-seed {first_seed} "
-                f"--time-limit {time_limit:g}`, {time.strftime('%Y-%m-%d')}\n\n{summary_table(rows)}\n")
+                f"--time-limit {time_limit:g}{'' if cluster == 'local' else ' --cluster ' + cluster}`, "
+                f"{time.strftime('%Y-%m-%d')}\n\n{summary_table(rows)}\n")
     table = summary_table(rows)
     if as_json:
         for r in rows:

@@ -5,8 +5,7 @@ Each run is a `chaos run` subprocess rather than `runner.run` in this process, b
 cost one cell, not the matrix: a subprocess can be timed out, interrupted (SIGINT makes
 the runner heal and tear down as on Ctrl-C) and finally killed, with its servers reaped
 by the run id in their environment or process title; (2) `run` sets process-global state (the
-multiprocessing context, signal handlers, toxiproxy's class-level API address) that a
-fresh interpreter resets; (3) cells can run side by side. The cost is ~1 s per run.
+multiprocessing context, signal handlers) that a fresh interpreter resets; (3) cells can run side by side. The cost is ~1 s per run.
 """
 
 from __future__ import annotations

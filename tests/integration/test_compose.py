@@ -1,0 +1,175 @@
+"""The compose provider on a real Docker engine (Debian's docker.io, `make compose`): the
+servers in containers, every fault applied to them from the host and read back, runs
+reaching the local provider's verdicts, and nothing left behind (containers, networks,
+namespaces), also after a SIGKILLed run."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness.cluster import compose as C
+from harness.cluster import compose_file as F
+from harness.cluster.kinds import node_names, server_kind
+from harness.cluster.local import Group
+from harness.cluster.reaper import proc_state
+from harness.cluster.valkey import ValkeyKind, connect
+from tests.conftest import ROOT, chaos, eventually
+
+pytestmark = pytest.mark.integration
+
+
+def _leftovers() -> list[str]:
+    """Every container, network and namespace a compose run could leave."""
+    ps = C.docker("ps", "-a", "--filter", f"label={F.RUN_LABEL}", "--format", "{{.Names}}").stdout.split()
+    nets = C.docker("network", "ls", "--filter", f"label={F.RUN_LABEL}", "--format", "{{.Name}}").stdout.split()
+    ns = [line.split()[0] for line in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.splitlines()
+          if line.startswith("cl-")]
+    return [n for n in ps if n != "chaoslock-harness"] + nets + ns
+
+
+@pytest.fixture(scope="module")
+def engine():
+    """A Docker engine with the images: `make compose` installs and starts what is missing."""
+    if os.geteuid() != 0:
+        pytest.skip("the compose provider needs root (namespaces, iptables, signals to the containers' processes)")
+    images = [F.image(k) for k in ("valkey", "etcd", "zookeeper")]
+    if C.engine_problem() or any(C.docker("image", "inspect", i, check=False).returncode for i in images):
+        r = subprocess.run(["make", "-s", "compose"], cwd=ROOT, capture_output=True, text=True, timeout=1200)
+        assert r.returncode == 0, f"make compose failed: {r.stdout[-1500:]}{r.stderr[-1500:]}"
+    assert C.engine_problem() is None
+    assert not _leftovers(), f"compose leftovers before the tests: {_leftovers()}"
+    yield
+    assert not _leftovers()
+
+
+def _run(tmp_path, *args: str) -> tuple[dict, subprocess.CompletedProcess]:
+    r = chaos("run", "--cluster", "compose", "--store", str(tmp_path), "--json", *args)
+    lines = [line for line in r.stdout.splitlines() if line.startswith("{")]
+    assert lines and r.returncode in (0, 1), f"exit {r.returncode}; stderr: {r.stderr[-2500:]}"
+    assert not _leftovers(), f"the run left {_leftovers()}"
+    return json.loads(lines[-1]), r
+
+
+def _nemesis_ops(run_dir: str) -> list[dict]:
+    with open(os.path.join(run_dir, "history.jsonl")) as f:
+        ops = [json.loads(line) for line in f]
+    return [op for op in ops if op.get("process") == "nemesis" and op.get("type") != "invoke"]
+
+
+# The local provider's verdicts for the same runs (tests/integration/test_backends.py,
+# test_redlock_run.py, nemesis/): fault-free is valid everywhere; pause-holder breaks the
+# single Redis (overran its lease); clock jumps break Redlock (granted early); a partition
+# and a kill do not break etcd or ZooKeeper.
+RUNS = [
+    pytest.param("redis", "none", 6, None, True, None, id="redis-none"),
+    pytest.param("redlock", "none", 6, None, True, None, id="redlock-none"),
+    pytest.param("etcd", "none", 6, None, True, None, id="etcd-none"),
+    pytest.param("zookeeper", "none", 6, None, True, None, id="zookeeper-none"),
+    pytest.param("redis", "pause-holder", 10, 3, False, "overran-paused", id="redis-pause-holder"),
+    pytest.param("redlock", "clock-skew", 12, 7, False, "early-server-clock", id="redlock-clock-skew"),
+    pytest.param("etcd", "partition", 12, 5, True, None, id="etcd-partition"),
+    pytest.param("zookeeper", "kill", 12, 5, True, None, id="zookeeper-kill"),
+]
+
+
+@pytest.mark.parametrize("backend,nemesis,seconds,seed,valid,cause", RUNS)
+def test_run_reaches_the_local_verdict(engine, tmp_path, backend, nemesis, seconds, seed, valid, cause):
+    args = ["--backend", backend, "--nemesis", nemesis, "--time-limit", str(seconds), "--concurrency", "4"]
+    s, r = _run(tmp_path, *args, *(["--seed", str(seed)] if seed else []))
+    assert s["valid"] is valid, f"{backend} {nemesis}: {r.stdout[-1500:]}"
+    if cause:
+        assert cause in s["violations_by_cause"] and not s["unexplained"], s["violations_by_cause"]
+    if nemesis != "none":
+        done = _nemesis_ops(s["run_dir"])
+        assert any(op["type"] == "ok" and op["f"] not in ("heal", "resume", "clock-reset", "restart") for op in done), done
+        assert not [op for op in done if op["type"] == "fail"], done
+    logs = os.listdir(os.path.join(s["run_dir"], "nodes"))
+    assert "store.log" in logs and len(logs) >= 2  # the servers' own logs, copied out of /state
+
+
+def _cluster(kind_name: str, count: int, clients: int, fake: bool = False) -> C.ComposeCluster:
+    import secrets
+
+    kind = server_kind(kind_name)
+    return C.ComposeCluster(secrets.token_hex(3), [Group(kind=kind, names=node_names(kind_name, count), fake_clock=fake),
+                                                  Group(kind=ValkeyKind(), names=("store",), role="store")], clients=clients)
+
+
+def test_faults_take_effect_on_containers(engine):
+    """Partition (servers and one client), pause, kill and restart with the data kept and the
+    cut still in place, and the vDSO clock patch re-applied after the restart, on etcd."""
+    from harness.cluster.etcd import EtcdKind
+
+    c = _cluster("etcd", 3, clients=2)
+    c.up()
+    try:
+        assert c.reaches("c1", "e1") and c.reaches("e1", "e2")
+        c.partition({"e1": ["e2", "e3"], "e2": ["e1"], "e3": ["e1"], "c1": ["e2"]})
+        assert not c.reaches("e1", "e2") and not c.reaches("e3", "e1") and c.reaches("e2", "e3")
+        assert not c.reaches("c1", "e2") and c.reaches("c2", "e2") and c.reaches("c1", "e1")
+        pids = C._pid_namespace_members(c.pids("e3")[0])
+        c.pause("e3")
+        assert eventually(lambda: all(proc_state(p) == "T" for p in pids), timeout=5)
+        c.resume("e3")
+        assert eventually(lambda: not any(proc_state(p) == "T" for p in pids), timeout=5)
+
+        kind = EtcdKind()
+        import urllib.request
+
+        url = f"http://{c.node('e2').endpoint}/v3/kv/put"
+        urllib.request.urlopen(urllib.request.Request(url, data=b'{"key": "a2VwdA==", "value": "eWVz"}'), timeout=5).read()
+        c.set_clock("e1", 40.0)
+        assert abs(c.read_clock_offset("e1") - 40.0) < 1.0
+        c.kill("e1")
+        assert c.pids("e1") == [] and not kind.node_ready(c.node("e1"))
+        c.restart("e1")
+        assert not c.reaches("e1", "e2"), "the cut must survive the container's restart (its new namespace)"
+        assert abs(c.read_clock_offset("e1") - 40.0) < 1.0, "the clock patch must be re-applied after the restart"
+        c.heal()
+        assert eventually(lambda: c.reaches("e1", "e2") and c.reaches("c1", "e2"), timeout=5)
+        get = f"http://{c.node('e1').endpoint}/v3/kv/range"
+        body = eventually(lambda: urllib.request.urlopen(urllib.request.Request(get, data=b'{"key": "a2VwdA=="}'),
+                                                         timeout=2).read(), timeout=20)
+        assert b"eWVz" in body, "the restarted member must keep its data"
+    finally:
+        c.down()
+    assert not _leftovers()
+
+
+def test_libfaketime_clock_on_valkey_containers(engine):
+    c = _cluster("valkey", 2, clients=1, fake=True)
+    c.up()
+    try:
+        r = connect(c.node("n1"), 1.0)
+        r.set("k", "v", px=10_000)
+        c.set_clock("n1", 30)
+        assert abs([c.read_clock_offset("n1") for _ in range(3)][-1] - 30) < 0.5
+        assert r.get("k") is None, "the key must expire early on the node whose clock jumped"
+        assert connect(c.node("n2"), 1.0).ping()
+    finally:
+        c.down()
+
+
+def test_a_killed_run_is_removed_by_cluster_down_all(engine, tmp_path):
+    p = subprocess.Popen([sys.executable, "-m", "harness", "run", "--cluster", "compose", "--backend", "redis",
+                          "--time-limit", "60", "--store", str(tmp_path)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        eventually(lambda: "chaoslock-n1" in C.docker("ps", "--format", "{{.Names}}").stdout.split()
+                   and any(line.startswith("cl-") and "-c1" in line for line in
+                           subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.splitlines()),
+                   timeout=60)
+        time.sleep(1)
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+    assert _leftovers()
+    r = chaos("cluster", "down", "--all")
+    assert r.returncode == 0, r.stderr
+    assert not _leftovers(), r.stdout
+    assert "container" in r.stdout and "network" in r.stdout
