@@ -21,7 +21,7 @@ compose-harness: compose
 chaos: install
 	@$(PY) -m harness run $(DEFAULT_RUN); rc=$$?; [ $$rc -le 1 ] || exit $$rc
 
-test: install compose
+test: install compose-harness
 	$(PY) -m pytest -q -p no:cacheprovider --durations=12 tests
 
 unit:

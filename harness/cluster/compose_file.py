@@ -142,13 +142,16 @@ def _service(s: Server, kind: ServerKind, peers: Sequence[Server], *, run: str, 
 def _harness() -> dict:
     """The harness itself in a container. It faults the servers from the host's side, as
     the harness on the host does: host network (it attaches client namespaces to the
-    chaos bridge), host pids (SIGSTOP, the vDSO patch), privileged (namespaces, iptables,
-    ptrace), the engine's socket, and /dev/shm, where run state dirs (bind-mounted into the
+    chaos bridge), host pids (SIGSTOP, the vDSO patch), the capabilities for namespaces,
+    iptables and ptrace, the engine's socket, and /dev/shm, where run state dirs (bind-mounted into the
     servers by their host path) live."""
     return {"image": image("harness"), "container_name": f"{PROJECT}-harness",
             "build": {"context": "..", "dockerfile": "compose/Dockerfile.harness"},
             "profiles": ["harness"], "labels": {RUN_LABEL: "harness"},
-            "network_mode": "host", "pid": "host", "privileged": True,
+            # Every capability but CAP_SYS_RESOURCE, unconfined: `privileged` asks for all of
+            # them, which a host that lacks one in its own bounding set (this project's) refuses.
+            "network_mode": "host", "pid": "host", "cap_add": ["ALL"], "cap_drop": ["SYS_RESOURCE"],
+            "security_opt": ["seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"],
             "command": ["sleep", "infinity"], "working_dir": "/src",
             "volumes": ["/var/run/docker.sock:/var/run/docker.sock", "/dev/shm:/dev/shm", "../store:/src/store"],
             "healthcheck": {"test": ["CMD", "chaos", "list"], "interval": "2s", "timeout": "10s", "retries": 30}}

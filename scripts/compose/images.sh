@@ -61,7 +61,12 @@ build() {
     harness)
       git ls-files -z -- pyproject.toml README.md expectations.toml harness workloads nemesis results compose clients docs \
         | tar --null -T - -c | tar -C "$ctx" -x --one-top-level=src
-      "$PY" -m pip wheel -q --disable-pip-version-check -w "$ctx/wheels" "$ctx/src[test]" setuptools wheel >/dev/null
+      # async-timeout: redis needs it on Python < 3.11.3, and Debian's is 3.11.2
+      if ! "$PY" -m pip wheel -q --disable-pip-version-check -w "$ctx/wheels" "$ctx/src[test]" setuptools wheel \
+           async-timeout >"$ctx.pip" 2>&1; then
+        echo "images: pip wheel failed:" >&2; tail -20 "$ctx.pip" >&2; rm -f "$ctx.pip"; exit 255
+      fi
+      rm -f "$ctx.pip"
       rm -f "$ctx"/wheels/chaoslock-*.whl
       cp "$(command -v docker)" "$ctx/docker"
       cp "$(docker info --format '{{range .ClientInfo.Plugins}}{{if eq .Name "compose"}}{{.Path}}{{end}}{{end}}')" "$ctx/docker-compose"
