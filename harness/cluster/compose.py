@@ -269,7 +269,9 @@ class ComposeCluster(NetnsLinks):
         return [pid] if pid else []
 
     def _signal(self, name: str, sig: int) -> None:
-        for pid in _pid_namespace_members(self._pids.get(name, 0)) if self._pids.get(name) else []:
+        """Signal every process of the container (a server may have forked helpers)."""
+        pid = self._pids.get(name)
+        for pid in _pid_namespace_members(pid) if pid else []:
             try:
                 os.kill(pid, sig)
             except ProcessLookupError:

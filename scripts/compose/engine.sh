@@ -38,7 +38,7 @@ if [ "${1:-}" = stop ]; then
   exit 0
 fi
 
-need_debs compose docker.io
+need_debs compose docker.io curl procps
 
 if [ -e "$DAEMON_JSON" ]; then
   if ! python3 - "$DAEMON_JSON" <<'EOF'

@@ -79,7 +79,7 @@ build() {
     return
   fi
   echo "images: building $name from $BASE"
-  if ! docker build -q --network host --build-arg "BASE=$BASE" --label "chaoslock.context=$sum" -t "$name" "$ctx" >"$ctx.log" 2>&1; then
+  if ! docker build -q --force-rm --network host --build-arg "BASE=$BASE" --label "chaoslock.context=$sum" -t "$name" "$ctx" >"$ctx.log" 2>&1; then
     echo "images: building $name failed:" >&2
     tail -20 "$ctx.log" >&2
     rm -f "$ctx.log"

@@ -24,7 +24,8 @@ def run(tmp_path, *args):
 
 @pytest.mark.parametrize("fencing, valid", [([], False), (["--fencing"], True)])
 def test_the_relay_reaches_the_in_process_verdicts_under_a_gc_pause(tmp_path, fencing, valid):
-    args = ["-n", "pause-holder", "-o", "pause_multiple=2.5", "--time-limit", "10", *fencing]
+    # 1.5 x TTL: the pause must start after 1.5 s and end before the recovery (2.5 s of 10), a 3 s window
+    args = ["-n", "pause-holder", "-o", "pause_multiple=1.5", "--time-limit", "10", *fencing]
     r, s = run(tmp_path, "--client", f"{RELAY} --backend redis", "--servers", "valkey:1", *args)
     assert s["valid"] is valid and s["violations"] >= 1, r.stderr[-1000:]
     if not fencing:  # the same scenario in process reaches the same verdict (once is enough)
