@@ -125,9 +125,10 @@ def _work(args: WorkerArgs, queue, stop, go) -> None:
     rec = Recorder(queue, args.index, args.holding, args.index)
     queue.put({READY: args.index})
     go.wait()
+    end = time.monotonic() + spec.time_limit  # the runner stops the workers then (its clock starts at go)
     try:
         while not stop.is_set():
-            if not cycle(spec, client, counter, rec, rng):
+            if not cycle(spec, client, counter, rec, rng, end=end):
                 rec.process += spec.concurrency
     finally:
         try:
@@ -141,15 +142,23 @@ def _err(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"[:300]
 
 
-def cycle(spec, client, counter, rec: Recorder, rng: random.Random) -> bool:
-    """One acquire/critical-section/release cycle. False when the process id must change."""
+# An acquire invoked near the end of the run waits at most until the end (but this long):
+# the runner then stops the workers and waits for the cycles in flight, so an acquire that
+# could wait its full timeout past the end would only make every run's teardown longer.
+TAIL_TIMEOUT_S = 0.25
+
+
+def cycle(spec, client, counter, rec: Recorder, rng: random.Random, end: float | None = None) -> bool:
+    """One acquire/critical-section/release cycle. False when the process id must change.
+    `end` (monotonic) is when the run stops: acquires invoked close to it wait less."""
     from workloads.resource import STALE, StaleToken
 
     key = spec.key
     rec("invoke", "acquire", key=key)
     started = time.monotonic()
+    timeout = spec.acquire_timeout if end is None else min(spec.acquire_timeout, max(TAIL_TIMEOUT_S, end - started))
     try:
-        lease = client.acquire(key, spec.ttl_ms, spec.acquire_timeout)
+        lease = client.acquire(key, spec.ttl_ms, timeout)
     except NotAcquired as e:
         rec("fail", "acquire", key=key, error=str(e)[:300])
         _backoff(started, rng)

@@ -38,3 +38,7 @@ def preflight(spec: TestSpec) -> None:
     if spec.cluster == "local":
         server_kind(servers_of(spec.backend, spec.options)[0], spec.options).check_installed()
         ValkeyKind().check_installed()  # the store
+    else:
+        from harness.cluster.compose import preflight as compose_preflight
+
+        compose_preflight(spec, servers_of(spec.backend, spec.options)[0])

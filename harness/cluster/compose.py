@@ -145,14 +145,8 @@ class ComposeCluster(NetnsLinks):
     def _compose(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
         return docker("compose", "-p", PROJECT, "-f", str(self.file), *args, timeout=timeout)
 
-    def _preflight(self) -> None:
-        problem = engine_problem()
-        if problem:
-            raise MissingDependency(problem)
-        for kind in sorted({s.kind for s in self._servers.values()}):
-            if docker("image", "inspect", image(kind), check=False).returncode != 0:
-                raise MissingDependency(f"the image {image(kind)} is missing; run `make compose` to build it "
-                                        f"(or set CHAOSLOCK_IMAGE_{kind.upper()} to one you have)")
+    def _check_free(self) -> None:
+        """No container of another run (or of `docker compose up`) holds a name this run needs."""
         names = [s.container for s in self._servers.values()]
         r = docker("ps", "-a", "--format", "{{.Names}} {{.Label \"" + RUN_LABEL + "\"}}")
         taken = {line.split()[0]: (line.split() + ["?"])[1] for line in r.stdout.splitlines() if line.strip()}
@@ -166,7 +160,10 @@ class ComposeCluster(NetnsLinks):
     def up(self) -> None:
         """Write the run's compose file, start its containers, name their namespaces, add
         the client namespaces, wait until every group serves. On failure, clean up and raise."""
-        self._preflight()
+        problem = engine_problem()
+        if problem:
+            raise MissingDependency(problem)
+        self._check_free()
         try:
             make_state_root()
             self.dir.mkdir()  # a fresh run id: an existing dir is someone else's
@@ -372,9 +369,22 @@ def leftover_runs() -> set[str]:
     return {rid for what in ("ps", "network") for _, rid in _labelled(what) if RUN_ID.fullmatch(rid)}
 
 
-def make_compose_cluster(spec: Any, run_id: str, log_dir: Path, groups: Sequence[Group]) -> ComposeCluster:
-    """The compose counterpart of LocalCluster: the same groups, in containers."""
+def preflight(spec: Any, kind: str) -> None:
+    """What a compose run needs, checked before its run dir exists: settings it can honour,
+    an engine with Compose v2, the images. One sentence each."""
     if spec.netns is False or spec.base_port is not None:
         raise BadArgument("--no-netns and --base-port are local-provider settings; the compose provider always gives "
                           "each server and client its own network namespace")
+    problem = engine_problem()
+    if problem:
+        raise MissingDependency(problem)
+    for k in sorted({kind, "valkey"}):
+        if docker("image", "inspect", image(k), check=False).returncode != 0:
+            raise MissingDependency(f"the image {image(k)} is missing; run `make compose` to build it "
+                                    f"(or set CHAOSLOCK_IMAGE_{k.upper()} to one you have)")
+
+
+def make_compose_cluster(spec: Any, run_id: str, log_dir: Path, groups: Sequence[Group]) -> ComposeCluster:
+    """The compose counterpart of LocalCluster: the same groups, in containers (the runner
+    has called preflight)."""
     return ComposeCluster(run_id, groups, clients=spec.concurrency, log_dir=log_dir)

@@ -139,8 +139,7 @@ def test_refuses_more_servers_than_the_file_has():
 def test_refuses_local_provider_settings():
     for kw in ({"netns": False}, {"base_port": 7000}):
         with pytest.raises(BadArgument, match="local-provider settings"):
-            C.make_compose_cluster(TestSpec(backend="redis", cluster="compose", **kw), "abc123", Path("/x"),
-                                   _groups(ValkeyKind(), 1))
+            C.preflight(TestSpec(backend="redis", cluster="compose", **kw), "valkey")
 
 
 def test_no_engine_is_one_sentence(tmp_path, monkeypatch):
