@@ -74,7 +74,7 @@ build() {
   esac
   # Wheels count by name (version), not bytes: a wheel built from an sdist differs in its timestamps every time.
   sum=$( (echo "$BASE"; cd "$ctx" && find . -type f ! -path './wheels/*' -print0 | sort -z | xargs -0 sha256sum
-          [ -d wheels ] && ls wheels) | sha256sum | cut -c1-16)
+          if [ -d wheels ]; then ls wheels; fi) | sha256sum | cut -c1-16)
   have=$(docker image inspect -f '{{index .Config.Labels "chaoslock.context"}}' "$name" 2>/dev/null || true)
   if [ "$have" = "$sum" ]; then
     echo "images: $name is up to date"
