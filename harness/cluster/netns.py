@@ -41,7 +41,10 @@ NS_PREFIX = "cl-"
 BRIDGE_PREFIX = "clb"
 _VETH_PREFIX = "clv"
 _POOL = ipaddress.ip_network("198.18.0.0/15")  # RFC 2544 benchmarking range; never leave it
-_POOL_SUBNETS = list(_POOL.subnets(new_prefix=24))
+# The compose provider's network (harness/cluster/compose_file.py NET) is never picked here:
+# Docker could not create it over a bridge of ours.
+RESERVED = (ipaddress.ip_network("198.19.250.0/24"),)
+_POOL_SUBNETS = [n for n in _POOL.subnets(new_prefix=24) if n not in RESERVED]
 _LOCK_DIR = "/run/lock"
 _NETNS_DIR = "/run/netns"
 _CLONE_NEWNET = 0x40000000

@@ -146,3 +146,9 @@ def test_no_engine_is_one_sentence(tmp_path, monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     problem = C.engine_problem()
     assert problem.startswith("no Docker engine answers") and "make compose" in problem and "\n" not in problem
+
+
+def test_the_local_provider_never_picks_the_compose_network():
+    from harness.cluster import netns
+
+    assert F.NET in netns.RESERVED and F.NET not in netns._POOL_SUBNETS
