@@ -34,11 +34,11 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.cluster.base import ClientPlace, Node, check_run_id, node_named
+from harness.cluster.base import Node, check_run_id
 from harness.cluster.compose_file import (
-    BRIDGE, CLIENT_OFFSET, FAKETIME_LIB, GROUPS, NET, NETWORK, PEER_PORTS, PORTS, PROJECT, RUN_LABEL, TOPOLOGY,
+    BRIDGE, CLIENT_OFFSET, FAKETIME_LIB, GROUPS, NET, PEER_PORTS, PORTS, PROJECT, RUN_LABEL, TOPOLOGY,
     Server, document, group, image, render)
-from harness.cluster.local import Group, NetnsLinks, clock_method, make_state_root, set_node_clock, state_root
+from harness.cluster.local import Group, NetnsLinks, ServerCluster, clock_method, make_state_root, set_node_clock
 from harness.errors import BadArgument, ClusterError, MissingDependency
 from harness.interrupts import quiet_group, shielded
 
@@ -87,7 +87,7 @@ def _pid_namespace_members(pid: int) -> list[int]:
     return out
 
 
-class ComposeCluster(NetnsLinks):
+class ComposeCluster(NetnsLinks, ServerCluster):
     """Cluster, ProcessControl, ClockControl and NetworkControl on containers.
 
     `nodes` carry the containers' addresses on the compose network; the harness (root
@@ -96,27 +96,21 @@ class ComposeCluster(NetnsLinks):
     each container's /state.
     """
 
+    NOT_READY = ("{names} did not become ready within {timeout:.0f}s in containers; see the server logs in {logs} "
+                 "(`docker logs` is empty: they log to /state)")
+
     def __init__(self, run_id: str, groups: Sequence[Group], *, clients: int, log_dir: str | os.PathLike | None = None,
                  ready_timeout: float = 60.0):
         from harness.cluster import netns
 
-        self.run_id = check_run_id(run_id)
-        self.groups = list(groups)
-        self.n_clients = clients
-        self.dir = state_root() / run_id
-        self.log_dir = Path(log_dir) if log_dir else self.dir / "logs"
-        self.ready_timeout = ready_timeout
+        super().__init__(run_id, groups, clients=clients, log_dir=log_dir, ready_timeout=ready_timeout)
         self.fallback_reason: str | None = None
         self.file = self.dir / "docker-compose.yml"
         self.network = netns.Network(run_id, bridge=BRIDGE, subnet=str(NET), first_host=CLIENT_OFFSET - 1)
-        self._created = self._started = False
+        self._started = False
         self._servers: dict[str, Server] = {}
-        self._nodes: dict[str, Node] = {}
-        self._kinds: dict[str, Any] = {}
         self._pids: dict[str, int] = {}
         self._paused: set[str] = set()
-        self._clock_offsets: dict[str, float] = {}
-        self.client_netns: list[str | None] = [None] * clients
         for g in self.groups:
             pool = [TOPOLOGY["store"]] if g.role == "store" else group(g.kind.name)
             if len(g.names) > len(pool):
@@ -130,17 +124,6 @@ class ComposeCluster(NetnsLinks):
                                          election_port=election, netns=f"cl-{run_id}-{name}", data_dir=str(here / "data"),
                                          log_path=str(here / "server.log"),
                                          clock_file=str(here / "clock") if g.fake_clock else None, ordinal=s.ordinal)
-
-    # -- Cluster ----------------------------------------------------------------------------------
-    @property
-    def nodes(self) -> list[Node]:
-        return list(self._nodes.values())
-
-    def node(self, name: str) -> Node:
-        return node_named(self._nodes, name)
-
-    def client(self, index: int) -> ClientPlace:
-        return ClientPlace(netns=self.client_netns[index], nodes=tuple(n for n in self.nodes if n.role == "lock"))
 
     def _compose(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
         return docker("compose", "-p", PROJECT, "-f", str(self.file), *args, timeout=timeout)
@@ -203,30 +186,6 @@ class ComposeCluster(NetnsLinks):
         running, _, pid = r.stdout.strip().partition(" ")
         return int(pid) if r.returncode == 0 and running == "true" and pid.isdigit() else 0
 
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self.ready_timeout
-        pending = dict(enumerate(self.groups))
-        while pending:
-            for key, g in list(pending.items()):
-                members = [self._nodes[n] for n in g.names]
-                if all(g.kind.node_ready(n) for n in members) and g.kind.cluster_ready(members):
-                    del pending[key]
-            if pending and time.monotonic() > deadline:
-                names = ", ".join(sorted({g.kind.name for g in pending.values()}))
-                raise ClusterError(f"{names} did not become ready within {self.ready_timeout:.0f}s in containers; "
-                                   f"see the server logs in {self.log_dir} (`docker logs` is empty: they log to /state)")
-            if pending:
-                time.sleep(0.1)
-
-    def log_tail(self, name: str, n: int = 2000) -> str:
-        try:
-            with open(self._nodes[name].log_path, "rb") as f:
-                f.seek(0, 2)
-                f.seek(max(0, f.tell() - n))
-                return f.read().decode(errors="replace")
-        except OSError:
-            return ""
-
     def down(self) -> None:
         """Resume, save the logs, remove the run's namespaces, containers, network and state
         dir. Idempotent, never raises; Ctrl-C cannot cut it short."""
@@ -267,8 +226,8 @@ class ComposeCluster(NetnsLinks):
 
     def _signal(self, name: str, sig: int) -> None:
         """Signal every process of the container (a server may have forked helpers)."""
-        pid = self._pids.get(name)
-        for pid in _pid_namespace_members(pid) if pid else []:
+        init = self._pids.get(name)
+        for pid in _pid_namespace_members(init) if init else []:
             try:
                 os.kill(pid, sig)
             except ProcessLookupError:
@@ -311,19 +270,10 @@ class ComposeCluster(NetnsLinks):
             self.set_clock(name, self._clock_offsets[name])  # the patch died with the process
 
     # -- ClockControl -----------------------------------------------------------------------------
-    def movable_clocks(self) -> list[str]:
-        return [n.name for n in self.nodes if clock_method(n) is not None]
-
     def set_clock(self, name: str, offset_s: float, rate: float = 1.0) -> None:
         node = self.node(name)
         self._clock_offsets[node.name] = offset_s
         set_node_clock(node, self._pids.get(node.name, 0), offset_s)
-
-    def read_clock_offset(self, name: str) -> float:
-        node = self.node(name)
-        before = time.time()
-        server = self._kinds[node.name].read_clock(node)
-        return server - (before + time.time()) / 2
 
     # -- state for `chaos cluster status/down` ----------------------------------------------------
     def _write_state(self) -> None:
@@ -332,6 +282,12 @@ class ComposeCluster(NetnsLinks):
                  "nodes": [n.to_dict() for n in self.nodes], "pids": dict(self._pids),
                  "clients": {"netns": self.client_netns}, "compose_file": str(self.file)}
         (self.dir / "state.json").write_text(json.dumps(state, indent=1))
+
+
+def _engine_answers() -> bool:
+    """Whether a docker CLI is installed and an engine answers it (without one, no container
+    or network of ours can exist)."""
+    return shutil.which("docker") is not None and docker("info", "-f", "{{.ID}}", timeout=20, check=False).returncode == 0
 
 
 def _labelled(what: str, run_id: str | None = None) -> list[tuple[str, str]]:
@@ -346,7 +302,7 @@ def remove_run(run_id: str) -> list[str]:
     """Remove the containers (with their anonymous volumes) and networks labelled with one
     run id; say what went. Nothing if no engine answers."""
     check_run_id(run_id)
-    if shutil.which("docker") is None or docker("info", "-f", "{{.ID}}", timeout=20, check=False).returncode != 0:
+    if not _engine_answers():
         return []
     done = []
     containers = [cid for cid, _ in _labelled("ps", run_id)]
@@ -364,7 +320,7 @@ def leftover_runs() -> set[str]:
     """Run ids that label a container or network (for `chaos cluster down --all`)."""
     from harness.cluster.base import RUN_ID
 
-    if shutil.which("docker") is None or docker("info", "-f", "{{.ID}}", timeout=20, check=False).returncode != 0:
+    if not _engine_answers():
         return set()
     return {rid for what in ("ps", "network") for _, rid in _labelled(what) if RUN_ID.fullmatch(rid)}
 

@@ -41,7 +41,6 @@ DOCKER_RANGE = "198.19.250.0/25"  # Docker's IPAM stays here; the clients' names
 CLIENT_OFFSET = 128  # client c<i> is NET[CLIENT_OFFSET + i]: netns.Network(first_host=CLIENT_OFFSET - 1)
 BRIDGE = "chaoslock0"
 GATEWAY = str(NET[1])
-NETWORK = f"{PROJECT}_chaos"
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 STATE = "/state"  # inside each server container
 CLOCK_FILE, LOG_FILE, DATA_DIR = f"{STATE}/clock", f"{STATE}/server.log", f"{STATE}/data"

@@ -117,37 +117,27 @@ def _choose_network(run_id: str, netns: bool | None, base_port: int | None):
     return None, reason
 
 
-class LocalCluster:
-    """Cluster, ProcessControl and ClockControl on local processes. Constructed where
-    namespaces work (and were not refused), it is a NamespacedCluster, which adds
-    NetworkControl: only a cluster that can really cut links claims to."""
+class ServerCluster:
+    """What both providers of real servers share: the run's groups and nodes, where its
+    clients run, readiness, server logs and clock read-back. The provider fills `_nodes`
+    and `_kinds` (the ServerKind of each node) and may override `_check_alive`, its hook to
+    fail fast on a server that died while starting."""
 
-    def __new__(cls, run_id: str, groups: Sequence[Group], *, netns: bool | None = None,
-                base_port: int | None = None, **kw):
-        network, reason = _choose_network(check_run_id(run_id), netns, base_port)
-        obj = super().__new__(NamespacedCluster if network is not None and cls is LocalCluster else cls)
-        obj._choice = (network, reason)
-        return obj
+    NOT_READY = "{names} did not become ready within {timeout:.0f}s; see the logs in {logs}"
 
-    def __init__(self, run_id: str, groups: Sequence[Group], *, clients: int = 0, netns: bool | None = None,
-                 log_dir: str | os.PathLike | None = None, base_port: int | None = None,
-                 ready_timeout: float = 40.0):
+    def __init__(self, run_id: str, groups: Sequence[Group], *, clients: int, log_dir: str | os.PathLike | None,
+                 ready_timeout: float):
         self.run_id = check_run_id(run_id)
         self.groups = list(groups)
         self.n_clients = clients
         self.dir = state_root() / run_id
         self.log_dir = Path(log_dir) if log_dir else self.dir / "logs"
-        self.base_port = base_port
         self.ready_timeout = ready_timeout
-        self.network, self.fallback_reason = self._choice  # see __new__
         self._created = False  # whether up() made self.dir (down() removes only what it made)
         self._nodes: dict[str, Node] = {}
         self._kinds: dict[str, ServerKind] = {}
-        self._state: dict[str, ProcState] = {}
-        self._logs: dict[str, object] = {}
         self._clock_offsets: dict[str, float] = {}
         self.client_netns: list[str | None] = [None] * clients
-        self.client_addrs: list[str] = ["127.0.0.1"] * clients
 
     # -- Cluster ---------------------------------------------------------------------------
     @property
@@ -162,6 +152,70 @@ class LocalCluster:
 
     def client(self, index: int) -> ClientPlace:
         return ClientPlace(netns=self.client_netns[index], nodes=tuple(self.lock_nodes()))
+
+    def _check_alive(self, node: Node) -> None:
+        pass
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.ready_timeout
+        # Keyed by position: two groups may share a kind (the valkey lock servers and the store).
+        pending = dict(enumerate(self.groups))
+        while pending:
+            for key, g in list(pending.items()):
+                members = [self._nodes[n] for n in g.names]
+                for n in members:
+                    self._check_alive(n)
+                if all(g.kind.node_ready(n) for n in members) and g.kind.cluster_ready(members):
+                    del pending[key]
+            if pending and time.monotonic() > deadline:
+                names = ", ".join(sorted({g.kind.name for g in pending.values()}))
+                raise ClusterError(self.NOT_READY.format(names=names, timeout=self.ready_timeout, logs=self.log_dir))
+            if pending:
+                time.sleep(0.1)
+
+    def log_tail(self, name: str, n: int = 2000) -> str:
+        try:
+            with open(self._nodes[name].log_path, "rb") as f:
+                f.seek(0, 2)
+                f.seek(max(0, f.tell() - n))
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    # -- ClockControl ----------------------------------------------------------------------
+    def movable_clocks(self) -> list[str]:
+        return [n.name for n in self.nodes if clock_method(n) is not None]
+
+    def read_clock_offset(self, name: str) -> float:
+        """The node's clock minus the host's real wall clock, read back from the server."""
+        node = self.node(name)
+        before = time.time()
+        server = self._kinds[node.name].read_clock(node)
+        after = time.time()
+        return server - (before + after) / 2
+
+
+class LocalCluster(ServerCluster):
+    """Cluster, ProcessControl and ClockControl on local processes. Constructed where
+    namespaces work (and were not refused), it is a NamespacedCluster, which adds
+    NetworkControl: only a cluster that can really cut links claims to."""
+
+    def __new__(cls, run_id: str, groups: Sequence[Group], *, netns: bool | None = None,
+                base_port: int | None = None, **kw):
+        network, reason = _choose_network(check_run_id(run_id), netns, base_port)
+        obj = super().__new__(NamespacedCluster if network is not None and cls is LocalCluster else cls)
+        obj._choice = (network, reason)
+        return obj
+
+    def __init__(self, run_id: str, groups: Sequence[Group], *, clients: int = 0, netns: bool | None = None,
+                 log_dir: str | os.PathLike | None = None, base_port: int | None = None,
+                 ready_timeout: float = 40.0):
+        super().__init__(run_id, groups, clients=clients, log_dir=log_dir, ready_timeout=ready_timeout)
+        self.base_port = base_port
+        self.network, self.fallback_reason = self._choice  # see __new__
+        self._state: dict[str, ProcState] = {}
+        self._logs: dict[str, object] = {}
+        self.client_addrs: list[str] = ["127.0.0.1"] * clients
 
     def up(self) -> None:
         """Start every server and wait until each group serves. On failure, clean up and raise."""
@@ -260,23 +314,6 @@ class LocalCluster:
             raise MissingDependency(f"cannot start {node.name}: {e.filename} not found; run `make install`") from None
         self._state[node.name] = ProcState(pid=p.pid, alive=True, extra={"popen": p, "faketime": bool(node.clock_file)})
 
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self.ready_timeout
-        # Keyed by position: two groups may share a kind (the valkey lock servers and the store).
-        pending = dict(enumerate(self.groups))
-        while pending:
-            for key, g in list(pending.items()):
-                members = [self._nodes[n] for n in g.names]
-                for n in members:
-                    self._check_alive(n)
-                if all(g.kind.node_ready(n) for n in members) and g.kind.cluster_ready(members):
-                    del pending[key]
-            if pending and time.monotonic() > deadline:
-                names = ", ".join(sorted({g.kind.name for g in pending.values()}))
-                raise ClusterError(f"{names} did not become ready within {self.ready_timeout:.0f}s; see the logs in {self.log_dir}")
-            if pending:
-                time.sleep(0.1)
-
     def _check_alive(self, node: Node) -> None:
         p = self._state[node.name].extra["popen"]
         if p.poll() is None:
@@ -285,15 +322,6 @@ class LocalCluster:
         if "in use" in tail.lower():
             raise PortInUse(f"{node.name} could not bind {node.endpoint}: address in use; stop what holds it or pick another port")
         raise ClusterError(f"{node.name} ({node.kind}) exited with code {p.returncode} during start; its log {node.log_path} ends: {tail[-300:].strip()}")
-
-    def log_tail(self, name: str, n: int = 2000) -> str:
-        try:
-            with open(self._nodes[name].log_path, "rb") as f:
-                f.seek(0, 2)
-                f.seek(max(0, f.tell() - n))
-                return f.read().decode(errors="replace")
-        except OSError:
-            return ""
 
     def down(self) -> None:
         """Stop everything this run started and remove its state dir. Idempotent, never raises.
@@ -388,30 +416,16 @@ class LocalCluster:
             if time.monotonic() > deadline:
                 raise ClusterError(f"{name} did not answer within {self.ready_timeout:.0f}s after restart; see {node.log_path}")
             time.sleep(0.1)
-        if self._clock_offsets.get(name) and self._clock_method(name) == "timewarp":
+        if self._clock_offsets.get(name) and clock_method(node) == "timewarp":
             # A vDSO patch dies with the process. Re-apply it only once the server answers:
             # right after Popen the pid is still `ip netns exec`, whose exec drops the patch.
             self.set_clock(name, self._clock_offsets[name])
 
     # -- ClockControl ----------------------------------------------------------------------
-    def movable_clocks(self) -> list[str]:
-        return [n.name for n in self.nodes if self._clock_method(n.name) is not None]
-
-    def _clock_method(self, name: str) -> str | None:
-        return clock_method(self.node(name))
-
     def set_clock(self, name: str, offset_s: float, rate: float = 1.0) -> None:
         """Set a node's wall-clock offset in seconds relative to the real clock."""
         self._clock_offsets[name] = offset_s
         set_node_clock(self.node(name), self._state[name].pid, offset_s)
-
-    def read_clock_offset(self, name: str) -> float:
-        """The node's clock minus the host's real wall clock, read back from the server."""
-        node = self.node(name)
-        before = time.time()
-        server = self._kinds[name].read_clock(node)
-        after = time.time()
-        return server - (before + after) / 2
 
     # -- state for `chaos cluster status/down` ---------------------------------------------
     def _write_state(self) -> None:

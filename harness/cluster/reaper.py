@@ -112,7 +112,9 @@ def kill_run(run_id: str, timeout: float = 5.0) -> list[str]:
     if os.geteuid() == 0:  # only root makes namespaces, bridges, rules and (here) containers
         from harness.cluster import compose, netns
 
-        done += compose.remove_run(run_id)
+        state = _state(run_id)
+        if state is None or state.get("provider") == "compose":  # a local run's state says so: no engine to ask
+            done += compose.remove_run(run_id)
         done += netns.cleanup_run(run_id)
     d = state_root() / run_id
     if _ours(d):
@@ -134,11 +136,17 @@ def _alive(pid: int) -> bool:
     return proc_state(pid) not in (None, "Z")
 
 
-def _owner_pid(run_id: str) -> int | None:
+def _state(run_id: str) -> dict | None:
+    """A run's state.json, None when it has none (or an unreadable one)."""
     try:
-        return json.loads((state_root() / run_id / "state.json").read_text()).get("owner_pid")
+        state = json.loads((state_root() / run_id / "state.json").read_text())
     except (OSError, ValueError):
         return None
+    return state if isinstance(state, dict) else None
+
+
+def _owner_pid(run_id: str) -> int | None:
+    return (_state(run_id) or {}).get("owner_pid")
 
 
 def down_all() -> list[str]:
