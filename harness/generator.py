@@ -57,6 +57,8 @@ class FaultSchedule:
         self.ops = plan(nemesis, seed, fault_phase, interval)
         self._next = 0
         self.reactive: list[Planned] = []  # ops a nemesis asked for in response to events
+        # Whether any event can matter (asked once: a Protocol check costs more than an op).
+        self.listens = isinstance(nemesis, Reactive) and bool(getattr(nemesis, "reactive", True))
 
     def op(self, ctx: Context) -> Planned | Pending | None:
         planned = self.ops[self._next] if self._next < len(self.ops) else None
@@ -75,7 +77,7 @@ class FaultSchedule:
 
     def update(self, ctx: Context, event: Any) -> None:
         """Let a reactive nemesis answer an event (e.g. an ok acquire) with ops of its own."""
-        if isinstance(self.nemesis, Reactive):
+        if self.listens:
             self.reactive.extend(self.nemesis.on_event(ctx, event) or [])
             self.reactive.sort(key=lambda p: p.at)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -48,8 +48,7 @@ class Op:
     valid_until_ns: int | None = None  # acquire/renew ok: until when the client believes its lease is valid
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        return {k: v for k, v in d.items() if v is not None or k in ("value",)}
+        return {k: v for k in _OP_FIELDS if (v := getattr(self, k)) is not None or k == "value"}
 
     def with_index(self, index: int) -> "Op":
         return replace(self, index=index)
@@ -58,6 +57,8 @@ class Op:
     def is_invoke(self) -> bool:
         return self.type == "invoke"
 
+
+_OP_FIELDS = tuple(f.name for f in fields(Op))
 
 # The largest time_ns a CLOCK_MONOTONIC reading (a signed 64-bit count) can hold.
 MAX_TIME_NS = 2**63 - 1
@@ -113,36 +114,6 @@ def _json_kind(v: Any) -> str:
 def _short(v: Any) -> str:
     r = repr(v)
     return r if len(r) <= 40 else r[:37] + "..."
-
-
-def op_from_dict(d: dict, where: str = "") -> Op:
-    """Build an Op from one decoded line; raise BadHistory naming what is wrong.
-
-    The runner builds its workers' ops with this; read_history checks every field's type
-    (check_fields) and builds its ops itself, on its fast path."""
-    if not isinstance(d, dict):
-        raise BadHistory(f"{where}: expected a JSON object, got {type(d).__name__}")
-    missing = [k for k in ("time_ns", "process", "type", "f") if k not in d]
-    if missing:
-        raise BadHistory(f"{where}: missing field(s) {', '.join(missing)}; every op needs time_ns, process, type and f")
-    if d["type"] not in TYPES:
-        raise BadHistory(f"{where}: type {d['type']!r} is not one of {', '.join(TYPES)}")
-    if not isinstance(d["time_ns"], int):
-        raise BadHistory(f"{where}: time_ns must be an integer of nanoseconds, got {d['time_ns']!r}")
-    known = {k: d.get(k) for k in ("index", "key", "value", "token", "node", "error", "valid_until_ns")}
-    return Op(
-        index=int(known["index"]) if known["index"] is not None else -1,
-        time_ns=d["time_ns"],
-        process=d["process"],
-        type=d["type"],
-        f=str(d["f"]),
-        key=known["key"],
-        value=known["value"],
-        token=known["token"],
-        node=known["node"],
-        error=known["error"],
-        valid_until_ns=known["valid_until_ns"],
-    )
 
 
 def _history_file(path: str | os.PathLike) -> Path:
@@ -276,6 +247,9 @@ def _index_error(op: Op, where: str, ops: list[Op], line_of: list[int]) -> None:
                      f"ops are listed in the order they were recorded, with increasing indexes")
 
 
+_dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
+
+
 class HistoryWriter:
     """Appends ops to history.jsonl, assigning indices, one flushed line per op."""
 
@@ -285,15 +259,37 @@ class HistoryWriter:
         # would number its ops from 0 again
         self._f = open(self.path, "x", encoding="utf-8", buffering=1)
         self._next = 0
-        self.ops: list[Op] = []
 
     def append(self, op: Op) -> Op:
         op = op.with_index(self._next)
         self._next += 1
-        self._f.write(json.dumps(op.to_dict(), separators=(",", ":"), default=str) + "\n")
-        self._f.flush()
-        self.ops.append(op)
+        self._f.write(_dumps(op.to_dict()) + "\n")  # line buffered: one flush per write
         return op
+
+    def record(self, batch: list[dict], where: str) -> int:
+        """Append a worker's batch of decoded ops with one write; refuse (BadHistory) one
+        whose fields have the wrong types, before any of it is written. Returns the index
+        of the first. The runner's hot path: each op is checked and encoded once, and no
+        Op is built (op_at builds one for whoever needs it)."""
+        for d in batch:
+            if not _fields_ok(d):
+                check_fields(d, where)  # a plugin's bad token fails here, not at the end
+        first = i = self._next
+        lines = []
+        for d in batch:
+            lines.append(_dumps({"index": i, **d}))
+            i += 1
+        self._next = i
+        self._f.write("\n".join(lines) + "\n")  # line buffered: one flush per write
+        return first
+
+    @staticmethod
+    def op_at(d: dict, index: int) -> Op:
+        """The Op of a recorded dict (record checked its fields)."""
+        get = d.get
+        return Op(index=index, time_ns=d["time_ns"], process=d["process"], type=d["type"], f=d["f"], key=get("key"),
+                  value=get("value"), token=get("token"), node=get("node"), error=get("error"),
+                  valid_until_ns=get("valid_until_ns"))
 
     def close(self) -> None:
         if not self._f.closed:
@@ -314,22 +310,29 @@ def ends_hold(f: str, type_: str) -> bool:
 
 
 class Holders:
-    """The processes holding the lock so far, updated op by op (live views of a run)."""
+    """The processes holding a lock so far, per key, updated op by op (live views of a run)."""
 
     def __init__(self) -> None:
-        self.now: set[Any] = set()
+        self.now: set[Any] = set()  # every process holding some key
+        self._by_key: dict[Any, set[Any]] = {}
 
     def see(self, op: Op) -> set[Any]:
-        """Update with one op; return the other processes holding when `op` began a hold
-        (a violation each), else the empty set."""
-        if op.process == NEMESIS:
+        """Update with one op; return the other processes holding its key when `op` began a
+        hold (a violation each), else the empty set."""
+        return self.see_fields(op.process, op.f, op.type, op.key)
+
+    def see_fields(self, process: Any, f: str, type_: str, key: Any) -> set[Any]:
+        if process == NEMESIS:
             return set()
-        if begins_hold(op.f, op.type):
-            others = self.now - {op.process}
-            self.now.add(op.process)
+        if begins_hold(f, type_):
+            held = self._by_key.setdefault(key, set())
+            others = held - {process}
+            held.add(process)
+            self.now.add(process)
             return others
-        if ends_hold(op.f, op.type):
-            self.now.discard(op.process)
+        if ends_hold(f, type_):
+            self._by_key.get(key, set()).discard(process)
+            self.now.discard(process)
         return set()
 
 

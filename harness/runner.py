@@ -17,15 +17,14 @@ from harness import interrupts, plugins
 from harness.cluster.assemble import make_cluster, preflight
 from harness.cluster.base import Cluster
 from harness.generator import Context, FaultSchedule, Pending
-from harness.history import NEMESIS, Holders, HistoryWriter, Op, check_fields, now_ns, op_from_dict
+from harness.history import NEMESIS, Holders, HistoryWriter, Op, now_ns
 from harness.progress import Progress
 from harness.spec import TestSpec
 from harness.worker import FAILED, READY, Workers
 from nemesis.base import Compose, NemesisContext, Planned
 from results import store
 
-
-
+DRAIN_BUDGET_S = 0.05  # longest the runner records at a stretch before it looks at the schedule again
 
 
 @dataclass
@@ -51,6 +50,16 @@ class LiveState:
         if op.type != "invoke":
             self.ops += 1
         self.violations += len(self.holders.see(op))
+
+    def see_batch(self, batch: list[dict]) -> None:
+        """A worker's recorded batch (dicts, as HistoryWriter.record took them)."""
+        see = self.holders.see_fields
+        for d in batch:
+            f, type_ = d["f"], d["type"]
+            if type_ != "invoke":
+                self.ops += 1
+            if f == "acquire" or f == "release":  # only these begin or end a hold
+                self.violations += len(see(d["process"], f, type_, d.get("key")))
 
 
 def run(spec: TestSpec, *, progress: bool = True) -> RunOutcome:
@@ -79,25 +88,33 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
     errors: list[str] = []
     started = False
 
-    def drain(block_s: float = 0.0) -> None:
+    def drain(block_s: float = 0.0, *, until_empty: bool = False) -> None:
+        """Record what the workers sent. Waits up to block_s for the first message; returns
+        when the queue is empty or, unless until_empty, after DRAIN_BUDGET_S of work, so
+        workers that produce faster than the runner records never keep the run going."""
         if workers is None:
             return
         deadline = time.monotonic() + block_s
+        budget = deadline + DRAIN_BUDGET_S
         while True:
             try:
                 d = workers.queue.get(timeout=max(0.0, deadline - time.monotonic()) if block_s else 0.0001)
             except queue_mod.Empty:
                 return
-            if READY in d:  # a worker that opened its client after a Ctrl-C cut start() short
-                continue
-            if FAILED in d:  # a worker that stopped on an error (its log has the traceback)
-                errors.append(f"worker c{d[FAILED] + 1} stopped: {d.get('error')}")
-                continue
-            check_fields(d, "an op from a worker")  # a plugin's bad token fails here, not at the end
-            op = history.append(op_from_dict(d, "worker"))
-            live.see(op)
-            if schedule is not None:
-                schedule.update(Context(time=(op.time_ns - t0) / 1e9), op)
+            if type(d) is dict:
+                if READY in d:  # a worker that opened its client after a Ctrl-C cut start() short
+                    continue
+                if FAILED in d:  # a worker that stopped on an error (its log has the traceback)
+                    errors.append(f"worker c{d[FAILED] + 1} stopped: {d.get('error')}")
+                    continue
+                d = [d]
+            first = history.record(d, "an op from a worker")  # a worker's batch (harness.worker.Recorder)
+            live.see_batch(d)
+            if schedule is not None and schedule.listens:
+                for n, one in enumerate(d):
+                    schedule.update(Context(time=(one["time_ns"] - t0) / 1e9), history.op_at(one, first + n))
+            if not until_empty and time.monotonic() > budget:
+                return
 
     def nemesis_op(p: Planned) -> None:
         inv = history.append(Op(time_ns=now_ns(), process=NEMESIS, type="invoke", f=p.f, value=p.value))
@@ -197,8 +214,8 @@ def _teardown(spec, nemesis, workers, drain, cluster, history, started, errors, 
         errors.append(f"nemesis teardown: {e}")
     try:
         if workers is not None:
-            workers.stop(grace=spec.ttl_ms / 1000 + spec.acquire_timeout + 2)
-            drain(0.2)
+            workers.stop(grace=spec.ttl_ms / 1000 + spec.acquire_timeout + 2, drain=drain)
+            drain(0.2, until_empty=True)
         if started:
             _final_read(spec, cluster, history)
     except Exception as e:

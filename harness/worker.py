@@ -54,12 +54,22 @@ class WorkerArgs:
 class Recorder:
     """Sends ops to the runner. It also keeps this worker's flag in the shared `holding`
     array: set on an ok acquire, cleared before a release is invoked, so a process stopped
-    while its flag is set is certainly stopped inside its critical section."""
+    while its flag is set is certainly stopped inside its critical section.
 
-    def __init__(self, queue, process: int, holding=None, index: int = 0):
+    With `batch` it keeps ops and sends them as one list: on `flush()` (the worker calls
+    it before it sleeps, so a reactive nemesis sees a holder's read before its hold), on
+    `settle()` once the oldest kept op is FLUSH_S old (the end of each cycle), or when
+    `batch` are kept. A worker that cycles a thousand times a second then costs the runner
+    a few dozen messages, not eight thousand. Each op is still stamped when it happens;
+    only its delivery waits."""
+
+    def __init__(self, queue, process: int, holding=None, index: int = 0, batch: int | None = None):
         self.queue = queue
         self.process = process
         self.holding, self.index = holding, index
+        self.batch = batch
+        self.kept: list[dict] = []
+        self.since = 0.0  # monotonic time of the oldest kept op
 
     def __call__(self, type_: str, f: str, **kw) -> None:
         if self.holding is not None:
@@ -68,8 +78,32 @@ class Recorder:
             elif begins_hold(f, type_):
                 self.holding[self.index] = 1
         d = {"time_ns": now_ns(), "process": self.process, "type": type_, "f": f}
-        d.update({k: v for k, v in kw.items() if v is not None})
-        self.queue.put(d)
+        for k, v in kw.items():
+            if v is not None:
+                d[k] = v
+        if self.batch is None:
+            self.queue.put(d)
+            return
+        if not self.kept:
+            self.since = time.monotonic()
+        self.kept.append(d)
+        if len(self.kept) >= self.batch:
+            self.flush()
+
+    def flush(self) -> None:
+        """Send what is kept."""
+        if self.kept:
+            self.queue.put(self.kept)
+            self.kept = []
+
+    def settle(self) -> None:
+        """Send what is kept if the oldest of it has waited FLUSH_S."""
+        if self.kept and time.monotonic() - self.since >= FLUSH_S:
+            self.flush()
+
+
+BATCH = 256  # ops a worker keeps at most before it sends them
+FLUSH_S = 0.02  # longest an op waits in its worker (the live view and the reactive nemeses lag this much)
 
 
 def worker_main(args: WorkerArgs, queue, stop, go) -> None:
@@ -122,7 +156,7 @@ def _work(args: WorkerArgs, queue, stop, go) -> None:
     client = plugins.backend_class(spec.backend)(spec.options, Clock(args.clocks, args.index, args.clock_seen))
     client.open(args.nodes)
     counter = FencedCounter(args.store, spec.key, fencing=spec.fencing)
-    rec = Recorder(queue, args.index, args.holding, args.index)
+    rec = Recorder(queue, args.index, args.holding, args.index, batch=BATCH)
     queue.put({READY: args.index})
     go.wait()
     end = time.monotonic() + spec.time_limit  # the runner stops the workers then (its clock starts at go)
@@ -130,7 +164,9 @@ def _work(args: WorkerArgs, queue, stop, go) -> None:
         while not stop.is_set():
             if not cycle(spec, client, counter, rec, rng, end=end):
                 rec.process += spec.concurrency
+            rec.settle()
     finally:
+        rec.flush()
         try:
             client.close()
             counter.close()
@@ -161,11 +197,11 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random, end: float |
         lease = client.acquire(key, spec.ttl_ms, timeout)
     except NotAcquired as e:
         rec("fail", "acquire", key=key, error=str(e)[:300])
-        _backoff(started, rng)
+        _backoff(started, rng, rec)
         return True
     except Exception as e:
         rec("info", "acquire", key=key, error=_err(e))
-        _backoff(started, rng)
+        _backoff(started, rng, rec)
         return False
     rec("ok", "acquire", key=key, value=lease.value, token=lease.token, valid_until_ns=lease.valid_until_ns)
     token = lease.token
@@ -192,7 +228,10 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random, end: float |
             if keep is not None:  # the lease was lost or in doubt: no write under it
                 return release(client, lease, rec) and keep
         else:
-            time.sleep(rng.uniform(0, max(0.0, min(spec.hold_max, _remaining(lease, spec)))))
+            hold = rng.uniform(0, max(0.0, min(spec.hold_max, _remaining(lease, spec))))
+            if hold > 0:
+                rec.flush()
+                time.sleep(hold)
         rec("invoke", "write", key=resource, value=value + 1, token=token)
         try:
             counter.write(value + 1, token)
@@ -223,6 +262,7 @@ def work_renewing(spec, client, lease, rec: Recorder, rng: random.Random):
     left = rng.uniform(1.0, 2.0) * ttl_s
     while left > 0:
         step = min(ttl_s / 3, left, max(0.0, _remaining(lease, spec)))
+        rec.flush()
         time.sleep(step)
         left -= step
         if left <= 0:
@@ -240,18 +280,25 @@ def work_renewing(spec, client, lease, rec: Recorder, rng: random.Random):
     return lease, None
 
 
-def _backoff(started: float, rng: random.Random) -> None:
+def _backoff(started: float, rng: random.Random, rec: Recorder) -> None:
     """After an acquire that failed at once (a refused connection, a library that does not
     wait), pause a little, so a dead server costs a few ops, not a hot loop of them."""
     if time.monotonic() - started < 0.01:
+        rec.flush()
         time.sleep(rng.uniform(0.02, 0.1))
 
 
 def still_held(client, lease) -> bool:
     """The client's own belief (watchdog, session state); True when it has no opinion."""
-    from workloads.base import StillHeld
+    has = _HAS_OPINION.get(type(client))
+    if has is None:  # a Protocol check costs as much as a redis call: once per class
+        from workloads.base import StillHeld
 
-    return bool(client.still_held(lease)) if isinstance(client, StillHeld) else True
+        has = _HAS_OPINION[type(client)] = isinstance(client, StillHeld)
+    return bool(client.still_held(lease)) if has else True
+
+
+_HAS_OPINION: dict[type, bool] = {}
 
 
 def release(client, lease, rec: Recorder) -> bool:
@@ -374,14 +421,19 @@ class Workers:
     def alive(self) -> int:
         return sum(p.is_alive() for p in self.procs)
 
-    def stop(self, grace: float) -> None:
+    def stop(self, grace: float, drain=None) -> None:
+        """Stop every worker, resuming paused ones first; kill those still running after
+        `grace`. `drain(block_s)` records what they send meanwhile: a worker cannot exit
+        until its last batch is in the queue's pipe, and a full pipe waits for a reader."""
         self.stop_event.set()
         for i in list(self.paused):
             self.resume(i)
         deadline = time.monotonic() + grace
-        for p in self.procs:
-            if p.pid is not None:
-                p.join(max(0.0, deadline - time.monotonic()))
+        while time.monotonic() < deadline and any(p.pid is not None and p.is_alive() for p in self.procs):
+            if drain is not None:
+                drain(0.02)
+            else:
+                time.sleep(0.02)
         for p in self.procs:
             if p.is_alive():
                 p.kill()

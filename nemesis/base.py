@@ -186,6 +186,7 @@ class Compose:
                     raise BadArgument(f"nemeses {self.routes[f].name} and {m.name} both handle {f!r}; use only one of them")
                 self.routes[f] = m
         self.fs = frozenset(self.routes)
+        self.reactive = [m for m in self.members if isinstance(m, Reactive)]  # asked once: a Protocol check is slow
 
     def setup(self, ctx: NemesisContext) -> None:
         for m in self.members:
@@ -201,9 +202,8 @@ class Compose:
 
     def on_event(self, ctx: Any, event: Op) -> list[Planned]:
         out: list[Planned] = []
-        for m in self.members:
-            if isinstance(m, Reactive):
-                out += m.on_event(ctx, event) or []
+        for m in self.reactive:
+            out += m.on_event(ctx, event) or []
         return out
 
     def moves_server_clocks(self, spec: Any) -> bool:

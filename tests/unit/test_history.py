@@ -26,18 +26,18 @@ def ops_of_every_shape() -> list[Op]:
 
 def write_all(path: Path, ops: list[Op]) -> list[Op]:
     w = HistoryWriter(path)
-    for op in ops:
-        w.append(op)
+    written = [w.append(op) for op in ops]
     w.close()
-    return w.ops
+    return written
 
 
 def test_every_op_written_before_a_crash_reads_back(tmp_path):
     path = tmp_path / "history.jsonl"
     w = HistoryWriter(path)  # never closed, as after a SIGKILL
+    written = []
     for n, op in enumerate(ops_of_every_shape(), 1):
-        w.append(op.with_index(99))  # the writer numbers the ops itself
-        assert read_history(path) == w.ops and [o.index for o in w.ops] == list(range(n))
+        written.append(w.append(op.with_index(99)))  # the writer numbers the ops itself
+        assert read_history(path) == written and [o.index for o in written] == list(range(n))
 
 
 def test_a_last_line_torn_at_any_byte_costs_only_that_op(tmp_path):

@@ -105,7 +105,6 @@ def harness_like_history(path: Path, seed: int, monkeypatch) -> list[Op]:
     runner writes them when it drains the queue, after nemesis ops it stamped later; a
     worker's process id moves on after an info; a run can stop with ops in flight."""
     import harness.worker as worker_mod
-    from harness.history import op_from_dict
 
     rng = random.Random(seed)
     clock = [0]
@@ -116,6 +115,7 @@ def harness_like_history(path: Path, seed: int, monkeypatch) -> list[Op]:
 
     monkeypatch.setattr(worker_mod, "now_ns", now)
     w = HistoryWriter(path)
+    written: list[Op] = []
     queue = Sink()
     workers = [Recorder(queue, p) for p in range(3)]
     open_f: list[str | None] = [None, None, None]
@@ -123,10 +123,10 @@ def harness_like_history(path: Path, seed: int, monkeypatch) -> list[Op]:
         roll = rng.random()
         if roll < 0.1:  # stamped and written at once, before the queue is drained
             inv = w.append(Op(time_ns=now(), process=NEMESIS, type="invoke", f="kill"))
-            w.append(Op(time_ns=now(), process=NEMESIS, type=rng.choice(["ok", "info", "fail"]), f=inv.f))
+            written += [inv, w.append(Op(time_ns=now(), process=NEMESIS, type=rng.choice(["ok", "info", "fail"]), f=inv.f))]
         elif roll < 0.3:
             for d in queue:
-                w.append(op_from_dict(d, "worker"))
+                written.append(w.op_at(d, w.record([d], "worker")))
             queue.clear()
         else:
             i = rng.randrange(3)
@@ -140,9 +140,9 @@ def harness_like_history(path: Path, seed: int, monkeypatch) -> list[Op]:
                 if t == "info":
                     workers[i].process += 3
     for d in queue:  # the final drain; ops still in flight never complete
-        w.append(op_from_dict(d, "worker"))
+        written.append(w.op_at(d, w.record([d], "worker")))
     w.close()
-    return w.ops
+    return written
 
 
 def test_what_the_harness_writes_reads_back(tmp_path, monkeypatch):

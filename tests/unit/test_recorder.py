@@ -33,3 +33,26 @@ def test_without_shared_flags_it_only_records():
     sink = Sink()
     Recorder(sink, 4)("ok", "acquire")
     assert sink[0]["process"] == 4 and sink[0]["type"] == "ok"
+
+
+def test_a_batching_recorder_sends_lists_on_flush_when_full_and_once_settled(monkeypatch):
+    import harness.worker as worker_mod
+
+    clock = [100.0]
+    monkeypatch.setattr(worker_mod.time, "monotonic", lambda: clock[0])
+    sink = Sink()
+    rec = Recorder(sink, 2, batch=3)
+    rec("invoke", "acquire", key="k")
+    rec("ok", "acquire", key="k", token=None)
+    rec.settle()
+    assert sink == []  # kept: the oldest op is younger than FLUSH_S
+    clock[0] += worker_mod.FLUSH_S
+    rec.settle()
+    assert [[d["type"] for d in b] for b in sink] == [["invoke", "ok"]] and "token" not in sink[0][1]
+    for t in ("invoke", "ok", "invoke"):
+        rec(t, "read")
+    assert len(sink) == 2 and len(sink[1]) == 3  # full: sent at once
+    rec("ok", "read")
+    rec.flush()
+    rec.flush()  # nothing kept: nothing sent
+    assert len(sink) == 3 and sink[2][0]["process"] == 2
