@@ -46,7 +46,7 @@ def test_a_batching_recorder_sends_lists_on_flush_when_full_and_once_settled(mon
     rec("ok", "acquire", key="k", token=None)
     rec.settle()
     assert sink == []  # kept: the oldest op is younger than FLUSH_S
-    clock[0] += worker_mod.FLUSH_S
+    clock[0] += 2 * worker_mod.FLUSH_S
     rec.settle()
     assert [[d["type"] for d in b] for b in sink] == [["invoke", "ok"]] and "token" not in sink[0][1]
     for t in ("invoke", "ok", "invoke"):
