@@ -93,7 +93,9 @@ def cli() -> None:
 @click.option("--nemesis", "-n", default="none", show_default=True, help="comma-separated faults, or none")
 @click.option("--time-limit", type=float, default=30.0, show_default=True, help="seconds of workload")
 @click.option("--recovery", type=float, default=None, help="fault-free seconds at the end (default 3, at most a quarter of --time-limit)")
-@click.option("--concurrency", "-c", type=int, default=5, show_default=True, help="client worker processes")
+@click.option("--concurrency", "-c", type=int, default=5, show_default=True, help="client worker processes (at most 256)")
+@click.option("--keys", "-k", type=int, default=1, show_default=True,
+              help="distinct lock keys; each cycle a worker picks one (checked per key)")
 @click.option("--seed", type=int, default=None, help="seed of the schedule (random if omitted; printed)")
 @click.option("--ttl", "ttl_ms", type=int, default=2000, show_default=True, help="lock TTL in ms")
 @click.option("--acquire-timeout", type=float, default=2.0, show_default=True, help="seconds before an acquire fails")
@@ -111,7 +113,7 @@ def cli() -> None:
 @click.option("--store", default="store", show_default=True, help="where runs are stored")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON summary line on stdout")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None, help="also write a JUnit XML file")
-def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency, seed, ttl_ms, acquire_timeout, hold_max_ms, fencing,
+def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency, keys, seed, ttl_ms, acquire_timeout, hold_max_ms, fencing,
         watchdog, renew, nemesis_interval, clock_jump_s, options, netns, cluster, base_port, store, as_json, junit):
     """Run one chaos test and print its verdict."""
     from harness.runner import run as run_spec
@@ -138,7 +140,7 @@ def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency
     if recovery is None:  # only the default adapts to a short run; an explicit value is kept or refused
         recovery = min(3.0, time_limit / 4) if math.isfinite(time_limit) else 3.0
     spec = TestSpec(backend=backend, nemesis=names, time_limit=time_limit, recovery=recovery,
-                    concurrency=concurrency, seed=seed, ttl_ms=ttl_ms, acquire_timeout=acquire_timeout,
+                    concurrency=concurrency, keys=keys, seed=seed, ttl_ms=ttl_ms, acquire_timeout=acquire_timeout,
                     hold_max_ms=hold_max_ms, fencing=fencing, renew=renew, nemesis_interval=nemesis_interval,
                     clock_jump_s=clock_jump_s, options=options, netns=netns, cluster=cluster, base_port=base_port, store=store,
                     command=shlex.join(["chaos"] + sys.argv[1:] + ([] if "--seed" in sys.argv else ["--seed", str(seed)])))

@@ -20,7 +20,7 @@ from harness.generator import Context, FaultSchedule, Pending
 from harness.history import NEMESIS, Holders, HistoryWriter, Op, now_ns
 from harness.progress import Progress
 from harness.spec import TestSpec
-from harness.worker import FAILED, READY, Workers
+from harness.worker import DONE, FAILED, READY, Workers
 from nemesis.base import Compose, NemesisContext, Planned
 from results import store
 
@@ -86,6 +86,7 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
     aborted: BaseException | None = None
     timings: dict[str, float] = {}
     errors: list[str] = []
+    done: set[int] = set()  # workers that said their last op was sent
     started = False
 
     def drain(block_s: float = 0.0, *, until_empty: bool = False) -> None:
@@ -103,6 +104,9 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
                 return
             if type(d) is dict:
                 if READY in d:  # a worker that opened its client after a Ctrl-C cut start() short
+                    continue
+                if DONE in d:
+                    done.add(d[DONE])
                     continue
                 if FAILED in d:  # a worker that stopped on an error (its log has the traceback)
                     errors.append(f"worker c{d[FAILED] + 1} stopped: {d.get('error')}")
@@ -171,7 +175,7 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
     finally:  # each step on its own: whatever fails, the cluster still comes down
         presses_before = interrupts.presses()
         with interrupts.shielded("cleaning up: healing the faults, stopping the workers and servers"):
-            _teardown(spec, nemesis, workers, drain, cluster, history, started, errors, timings)
+            _teardown(spec, nemesis, workers, drain, done, cluster, history, started, errors, timings)
             show.close()
         interrupted = interrupted or interrupts.presses() > presses_before
     outcome = {"run_id": run_id, "interrupted": interrupted, "started": started,
@@ -205,7 +209,7 @@ def _reason(e: BaseException) -> str:
     return str(e) if isinstance(e, ChaosError) else f"the run crashed: {type(e).__name__}: {e}"[:500]
 
 
-def _teardown(spec, nemesis, workers, drain, cluster, history, started, errors, timings) -> None:
+def _teardown(spec, nemesis, workers, drain, done, cluster, history, started, errors, timings) -> None:
     """Heal, stop the workers, read the counter, close the history, stop the cluster: each
     step on its own, so whatever fails, the cluster still comes down."""
     try:
@@ -214,8 +218,15 @@ def _teardown(spec, nemesis, workers, drain, cluster, history, started, errors, 
         errors.append(f"nemesis teardown: {e}")
     try:
         if workers is not None:
-            workers.stop(grace=spec.ttl_ms / 1000 + spec.acquire_timeout + 2, drain=drain)
+            # A worker ends its cycle and leaves: a grace of a lease and an acquire, plus
+            # the time 2 cores take to see hundreds of workers out.
+            killed = workers.stop(grace=spec.ttl_ms / 1000 + spec.acquire_timeout + 2 + spec.concurrency * 0.02,
+                                  drain=drain)
             drain(0.2, until_empty=True)
+            lost = sorted(set(killed) - done)
+            if lost:
+                errors.append(f"worker(s) {', '.join(f'c{i + 1}' for i in lost)} did not stop in time and were killed; "
+                              f"their last ops may be missing from the history")
         if started:
             _final_read(spec, cluster, history)
     except Exception as e:
@@ -228,20 +239,22 @@ def _teardown(spec, nemesis, workers, drain, cluster, history, started, errors, 
 
 
 def _final_read(spec: TestSpec, cluster: Cluster, history: HistoryWriter) -> None:
-    """Read the counter once all workers are gone: the ground truth for lost updates."""
+    """Read every key's counter once all workers are gone: the ground truth for lost updates."""
     from workloads.resource import FencedCounter
 
     node = next((n for n in cluster.nodes if n.role == "store"), None)
     if node is None:
         return
-    key = f"{spec.key}:counter"
-    history.append(Op(time_ns=now_ns(), process="final", type="invoke", f="read", key=key))
-    try:
-        c = FencedCounter(node, spec.key, fencing=False)
-        v = c.read(None)
-        c.close()
-        history.append(Op(time_ns=now_ns(), process="final", type="ok", f="read", key=key, value=v))
-    except Exception as e:
-        history.append(Op(time_ns=now_ns(), process="final", type="info", f="read", key=key, error=str(e)[:300]))
-
-
+    conn = None
+    for lock_key in spec.lock_keys:
+        key = f"{lock_key}:counter"
+        history.append(Op(time_ns=now_ns(), process="final", type="invoke", f="read", key=key))
+        try:
+            c = FencedCounter(node, lock_key, fencing=False, conn=conn)
+            conn = c.conn
+            v = c.read(None)
+            history.append(Op(time_ns=now_ns(), process="final", type="ok", f="read", key=key, value=v))
+        except Exception as e:
+            history.append(Op(time_ns=now_ns(), process="final", type="info", f="read", key=key, error=str(e)[:300]))
+    if conn is not None:
+        conn.close()

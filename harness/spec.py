@@ -6,7 +6,9 @@
   nemesis          tuple of nemesis names composed on one schedule; () runs without faults
   time_limit       seconds of workload in all, including the final recovery period
   recovery         seconds at the end, after every fault is healed, the workload goes on
-  concurrency      client worker processes
+  concurrency      client worker processes (up to MAX_CONCURRENCY)
+  keys             distinct lock keys; each cycle a worker picks one by its seeded random
+                   choice (1: the one `key`; K: key-0 .. key-(K-1), each with its own counter)
   seed             seeds the fault schedule and every worker's random choices
   ttl_ms           lock time-to-live handed to acquire
   acquire_timeout  seconds an acquire may try before it is a `fail`
@@ -36,6 +38,8 @@ from harness.errors import BadArgument
 MAX_TIME_S = 86_400  # a day: longer belongs to a campaign of runs (chaos matrix, reproduce)
 MIN_INTERVAL_S = 0.5  # below this a fault cannot be applied, verified and healed in its slot
 MAX_JUMP_S = 10 * 365 * 86_400  # ten years
+MAX_CONCURRENCY = 256  # client worker processes; beyond 64 they share client namespaces (cluster/base.py)
+MAX_KEYS = 100_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,6 +51,7 @@ class TestSpec:
     time_limit: float = 30.0
     recovery: float = 3.0
     concurrency: int = 5
+    keys: int = 1
     seed: int = 0
     ttl_ms: int = 2000
     acquire_timeout: float = 2.0
@@ -66,7 +71,12 @@ class TestSpec:
     @property
     def name(self) -> str:
         return f"{self.backend}-{'+'.join(self.nemesis) or 'none'}" + ("-fenced" if self.fencing else "") \
-            + ("-renew" if self.renew else "")
+            + ("-renew" if self.renew else "") + (f"-k{self.keys}" if self.keys != 1 else "")
+
+    @property
+    def lock_keys(self) -> tuple[str, ...]:
+        """The lock keys a run's workers pick from."""
+        return (self.key,) if self.keys == 1 else tuple(f"{self.key}-{i}" for i in range(self.keys))
 
     @property
     def hold_max(self) -> float:
@@ -98,14 +108,16 @@ class TestSpec:
                 raise BadArgument(f"{name} is a flag (true or false), not {value!r}")
         if self.netns not in (None, True, False):
             raise BadArgument(f"--netns is a flag (true, false or unset), not {self.netns!r}")
-        for name, value in (("--concurrency", self.concurrency), ("--seed", self.seed), ("--ttl", self.ttl_ms),
+        for name, value in (("--concurrency", self.concurrency), ("--keys", self.keys), ("--seed", self.seed), ("--ttl", self.ttl_ms),
                             ("--hold-max", self.hold_max_ms), ("--base-port", self.base_port)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise BadArgument(f"{name} must be an integer, not {value!r}")
         checks = [
             (0 < self.time_limit <= MAX_TIME_S, f"--time-limit must be above 0 and at most {MAX_TIME_S} seconds (24 h), not {self.time_limit:g}"),
             (0 <= self.recovery < self.time_limit, f"--recovery ({self.recovery:g}) must be at least 0 and shorter than --time-limit ({self.time_limit:g})"),
-            (1 <= self.concurrency <= 64, f"--concurrency must be between 1 and 64, not {self.concurrency}"),
+            (1 <= self.concurrency <= MAX_CONCURRENCY,
+             f"--concurrency must be between 1 and {MAX_CONCURRENCY}, not {self.concurrency}"),
+            (1 <= self.keys <= MAX_KEYS, f"--keys must be between 1 and {MAX_KEYS}, not {self.keys}"),
             (0 <= self.seed < 2**63, f"--seed must be between 0 and 2^63-1, not {self.seed}"),
             (50 <= self.ttl_ms <= 3_600_000, f"--ttl must be between 50 ms and 3600000 ms (1 h), not {self.ttl_ms}"),
             (0 < self.acquire_timeout <= 3600, f"--acquire-timeout must be above 0 and at most 3600 seconds, not {self.acquire_timeout:g}"),
@@ -119,8 +131,9 @@ class TestSpec:
             (self.hold_max < self.ttl_ms / 1000, f"--hold-max ({self.hold_max * 1000:.0f} ms) must be below the TTL ({self.ttl_ms} ms)"),
             (self.base_port is None or 1024 <= self.base_port <= 65535 - 32,
              f"--base-port must be between 1024 and {65535 - 32} (room for every server), not {self.base_port}"),
-            (isinstance(self.key, str) and re.fullmatch(r"[A-Za-z0-9_.:-]{1,64}", self.key) is not None,
-             f"key {self.key!r} must be 1-64 letters, digits or _.:-"),
+            (isinstance(self.key, str) and re.fullmatch(r"[A-Za-z0-9_.:-]{1,58}", self.key) is not None
+             and not self.key.endswith(":counter"),
+             f"key {self.key!r} must be 1-58 letters, digits or _.:- and not end in :counter"),
         ]
         for ok, msg in checks:
             if not ok:

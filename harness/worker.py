@@ -32,8 +32,10 @@ from harness.cluster.base import Cluster
 from harness.errors import ClusterError, NotAcquired
 from harness.history import begins_hold, ends_hold, now_ns
 from harness.interrupts import die_with_parent
+from workloads.resource import STALE, StaleToken
 
 READY = "ready"  # the message a worker sends once its client is open
+DONE = "done"  # the message a worker sends after its last op: {DONE: index}
 FAILED = "failed"  # the message a worker sends instead when it cannot go on: {FAILED: index, "error", "bad_argument"}
 SAFETY_MARGIN = 0.2  # fraction of the TTL kept free between the end of a hold and expiry
 
@@ -132,6 +134,13 @@ def worker_main(args: WorkerArgs, queue, stop, go) -> None:
         queue.put({FAILED: args.index, "error": str(e) if isinstance(e, BadArgument) else _err(e),
                    "bad_argument": isinstance(e, BadArgument)})
         raise SystemExit(1) from None
+    # Everything is sent: wait until the queue's pipe has it, then leave without the
+    # interpreter's teardown, which for 256 workers on 2 cores takes longer than the
+    # runner's grace (and a worker killed then would take its last ops with it).
+    queue.close()
+    queue.join_thread()
+    logging.shutdown()
+    os._exit(0)
 
 
 def _work(args: WorkerArgs, queue, stop, go) -> None:
@@ -155,23 +164,30 @@ def _work(args: WorkerArgs, queue, stop, go) -> None:
     rng = random.Random(spec.seed * 7919 + args.index)
     client = plugins.backend_class(spec.backend)(spec.options, Clock(args.clocks, args.index, args.clock_seen))
     client.open(args.nodes)
-    counter = FencedCounter(args.store, spec.key, fencing=spec.fencing)
+    keys = spec.lock_keys
+    first = FencedCounter(args.store, keys[0], fencing=spec.fencing)
+    counters = {keys[0]: first}
     rec = Recorder(queue, args.index, args.holding, args.index, batch=BATCH)
     queue.put({READY: args.index})
     go.wait()
     end = time.monotonic() + spec.time_limit  # the runner stops the workers then (its clock starts at go)
     try:
         while not stop.is_set():
-            if not cycle(spec, client, counter, rec, rng, end=end):
+            key = keys[rng.randrange(len(keys))] if len(keys) > 1 else keys[0]
+            counter = counters.get(key)
+            if counter is None:
+                counter = counters[key] = FencedCounter(args.store, key, fencing=spec.fencing, conn=first.conn)
+            if not cycle(spec, client, counter, rec, rng, end=end, key=key):
                 rec.process += spec.concurrency
             rec.settle()
     finally:
         rec.flush()
         try:
             client.close()
-            counter.close()
+            first.close()
         except Exception:
             pass
+    queue.put({DONE: args.index})
 
 
 def _err(e: BaseException) -> str:
@@ -184,12 +200,12 @@ def _err(e: BaseException) -> str:
 TAIL_TIMEOUT_S = 0.25
 
 
-def cycle(spec, client, counter, rec: Recorder, rng: random.Random, end: float | None = None) -> bool:
-    """One acquire/critical-section/release cycle. False when the process id must change.
-    `end` (monotonic) is when the run stops: acquires invoked close to it wait less."""
-    from workloads.resource import STALE, StaleToken
-
-    key = spec.key
+def cycle(spec, client, counter, rec: Recorder, rng: random.Random, end: float | None = None,
+          key: str | None = None) -> bool:
+    """One acquire/critical-section/release cycle on `key` (default: the spec's), with
+    `counter` that key's. False when the process id must change. `end` (monotonic) is
+    when the run stops: acquires invoked close to it wait less."""
+    key = key or spec.key
     rec("invoke", "acquire", key=key)
     started = time.monotonic()
     timeout = spec.acquire_timeout if end is None else min(spec.acquire_timeout, max(TAIL_TIMEOUT_S, end - started))
@@ -421,10 +437,11 @@ class Workers:
     def alive(self) -> int:
         return sum(p.is_alive() for p in self.procs)
 
-    def stop(self, grace: float, drain=None) -> None:
+    def stop(self, grace: float, drain=None) -> list[int]:
         """Stop every worker, resuming paused ones first; kill those still running after
-        `grace`. `drain(block_s)` records what they send meanwhile: a worker cannot exit
-        until its last batch is in the queue's pipe, and a full pipe waits for a reader."""
+        `grace`, and return their indexes. `drain(block_s)` records what they send
+        meanwhile: a worker cannot exit until its last batch is in the queue's pipe, and a
+        full pipe waits for a reader."""
         self.stop_event.set()
         for i in list(self.paused):
             self.resume(i)
@@ -434,7 +451,10 @@ class Workers:
                 drain(0.02)
             else:
                 time.sleep(0.02)
-        for p in self.procs:
+        killed = []
+        for i, p in enumerate(self.procs):
             if p.is_alive():
                 p.kill()
                 p.join(2)
+                killed.append(i)
+        return killed

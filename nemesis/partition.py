@@ -16,7 +16,7 @@ import random
 from typing import Any
 
 from harness.cluster import grudge as G
-from harness.cluster.base import NetworkControl
+from harness.cluster.base import NetworkControl, client_host
 from harness.errors import BadArgument
 from harness.options import Option, read
 from harness.history import Op, begins_hold, ends_hold
@@ -143,7 +143,7 @@ class PartitionClient(_Net):
             return self._heal(op)
         n = self.ctx.spec.concurrency
         worker = self.holder % n if self.holder is not None else op.value["fallback"]
-        client = f"c{worker + 1}"
+        client = client_host(worker, n)  # beyond 64 workers, the others of its namespace are cut too
         cut = set(op.value["servers"])
         kept = [s for s in self.names if s not in cut]
         grudge: dict[str, set[str]] = {client: set(cut)}

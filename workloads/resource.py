@@ -31,8 +31,11 @@ class StaleToken(Exception):
 
 
 class FencedCounter:
-    def __init__(self, node: Node, key: str, *, fencing: bool, timeout_s: float = 1.0):
-        self.conn = connect(node, timeout_s)
+    """The counter of one lock key. `conn`: share another counter's connection (a worker
+    with several keys keeps one connection to the store)."""
+
+    def __init__(self, node: Node, key: str, *, fencing: bool, timeout_s: float = 1.0, conn=None):
+        self.conn = conn if conn is not None else connect(node, timeout_s)
         self.keys = (f"{key}:value", f"{key}:max-token")
         self.fencing = fencing
 

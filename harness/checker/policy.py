@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from harness.checker.base import UNKNOWN, CheckResult, merge_valid, safe_check
+from harness.checker.keys import per_key
 from harness.checker.linearizable import LinearizableChecker
 from harness.checker.lock import check_mutex, check_stats, check_writes, lease_history
 from harness.history import Op
@@ -19,7 +20,7 @@ from harness.history import Op
 
 def checkers(spec: Any) -> list[tuple[str, Any]]:
     """(name, fn) of every checker a run applies to its own history."""
-    out = [("mutex", check_mutex), ("writes", check_writes), ("stats", check_stats)]
+    out = [("mutex", per_key(check_mutex)), ("writes", per_key(check_writes)), ("stats", check_stats)]
     mutex = LinearizableChecker("mutex", time_limit=10.0)
     out.append(("linearizable-mutex", lambda spec, h: mutex.check(spec, lease_history(h))))
     model = "fenced-register" if getattr(spec, "fencing", False) else "register"

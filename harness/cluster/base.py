@@ -66,6 +66,19 @@ def node_named(nodes: Mapping[str, Node], name: str) -> Node:
         raise BadArgument(f"no node named {name!r}; nodes are: {', '.join(nodes)}") from None
 
 
+MAX_CLIENT_HOSTS = 64  # client namespaces of a run; workers beyond share them, in turn
+
+
+def client_hosts(clients: int) -> int:
+    """How many client namespaces a run of `clients` workers gets."""
+    return max(1, min(clients, MAX_CLIENT_HOSTS))
+
+
+def client_host(index: int, clients: int) -> str:
+    """The client host (namespace name) worker `index` runs in: c1..c64, shared beyond 64."""
+    return f"c{index % client_hosts(clients) + 1}"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClientPlace:
     """Where client worker i runs and how it reaches the lock service."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from harness.cluster.base import ClientPlace, Node, ProcState, ServerKind, check_run_id, node_named
+from harness.cluster.base import ClientPlace, Node, client_hosts, ProcState, ServerKind, check_run_id, node_named
 from harness.errors import BadArgument, ClusterError, MissingDependency, PortInUse
 from harness.interrupts import quiet_group, shielded
 
@@ -129,7 +129,7 @@ class ServerCluster:
                  ready_timeout: float):
         self.run_id = check_run_id(run_id)
         self.groups = list(groups)
-        self.n_clients = clients
+        self.n_clients = client_hosts(clients) if clients else 0  # client hosts; workers beyond share them
         self.dir = state_root() / run_id
         self.log_dir = Path(log_dir) if log_dir else self.dir / "logs"
         self.ready_timeout = ready_timeout
@@ -137,7 +137,7 @@ class ServerCluster:
         self._nodes: dict[str, Node] = {}
         self._kinds: dict[str, ServerKind] = {}
         self._clock_offsets: dict[str, float] = {}
-        self.client_netns: list[str | None] = [None] * clients
+        self.client_netns: list[str | None] = [None] * max(1, self.n_clients)
 
     # -- Cluster ---------------------------------------------------------------------------
     @property
@@ -151,7 +151,7 @@ class ServerCluster:
         return [n for n in self._nodes.values() if n.role == "lock"]
 
     def client(self, index: int) -> ClientPlace:
-        return ClientPlace(netns=self.client_netns[index], nodes=tuple(self.lock_nodes()))
+        return ClientPlace(netns=self.client_netns[index % len(self.client_netns)], nodes=tuple(self.lock_nodes()))
 
     def _check_alive(self, node: Node) -> None:
         pass
@@ -215,7 +215,7 @@ class LocalCluster(ServerCluster):
         self.network, self.fallback_reason = self._choice  # see __new__
         self._state: dict[str, ProcState] = {}
         self._logs: dict[str, object] = {}
-        self.client_addrs: list[str] = ["127.0.0.1"] * clients
+        self.client_addrs: list[str] = ["127.0.0.1"] * max(1, self.n_clients)
 
     def up(self) -> None:
         """Start every server and wait until each group serves. On failure, clean up and raise."""

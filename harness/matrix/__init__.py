@@ -65,7 +65,7 @@ def _names(text: str, what: str) -> list[str]:
 @click.option("--fencing", type=click.Choice(["on", "off", "both"]), default="both", show_default=True)
 @click.option("--seeds", type=click.IntRange(1, 1000), default=1, show_default=True, help="runs per cell, seeds 1..N")
 @click.option("--time-limit", type=Seconds(1, 86_400), default=30.0, show_default=True, help="seconds per run")
-@click.option("--concurrency", "-c", type=click.IntRange(1, 64), default=5, show_default=True)
+@click.option("--concurrency", "-c", type=click.IntRange(1, 256), default=5, show_default=True)
 @click.option("--parallel", type=click.IntRange(1, 32), default=1, show_default=True, help="runs at once (see above)")
 @click.option("--expectations", "exp_path", type=click.Path(dir_okay=False), default=None,
               help="expectations.toml (default: ./expectations.toml, else the repo's)")

@@ -10,7 +10,7 @@ from tests.conftest import chaos
     (["run", "--nemesis", "clock-skw"], "unknown nemesis 'clock-skw'; choose one of"),
     (["run", "--time-limit", "abc"], "'abc' is not a valid float"),
     (["run", "--time-limit", "-3"], "--time-limit must be above 0"),
-    (["run", "--concurrency", "0"], "--concurrency must be between 1 and 64"),
+    (["run", "--concurrency", "0"], "--concurrency must be between 1 and 256"),
     (["run", "--ttl", "1000", "--hold-max", "2000"], "must be below the TTL"),
     (["run", "--option", "novalue"], "is not NAME=VALUE"),
     (["check", "/nonexistent/history.jsonl"], "does not exist"),

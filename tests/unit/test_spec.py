@@ -16,7 +16,8 @@ from harness.spec import MAX_JUMP_S, MAX_TIME_S, MIN_INTERVAL_S, TestSpec
 RANGES = [
     ("time_limit", [0.001, MAX_TIME_S], [0, -1.0, MAX_TIME_S + 0.5], "--time-limit", {"recovery": 0}),
     ("recovery", [0, 29.999], [-0.001, 30.0, 31], "--recovery", {"time_limit": 30}),
-    ("concurrency", [1, 64], [0, -1, 65], "--concurrency", {}),
+    ("concurrency", [1, 256], [0, -1, 257], "--concurrency", {}),
+    ("keys", [1, 100_000], [0, -1, 100_001], "--keys", {}),
     ("seed", [0, 2**63 - 1], [-1, 2**63], "--seed", {}),
     ("ttl_ms", [50, 3_600_000], [49, 3_600_001], "--ttl", {}),
     ("acquire_timeout", [0.001, 3600], [0, -1, 3600.5], "--acquire-timeout", {}),
@@ -24,7 +25,7 @@ RANGES = [
     ("clock_jump_s", [None, -MAX_JUMP_S, 0.001, MAX_JUMP_S], [0, 0.0, MAX_JUMP_S + 1, -MAX_JUMP_S - 1], "--clock-jump", {}),
     ("hold_max_ms", [None, 0, 1999], [-1, 2000, 5000], "--hold-max", {"ttl_ms": 2000}),
     ("base_port", [None, 1024, 65535 - 32], [1023, 65535 - 31, 0], "--base-port", {}),
-    ("key", ["k", "x" * 64, "Az09_.:-"], ["", "x" * 65, "a b", "k\n", "k/../x"], "key", {}),
+    ("key", ["k", "x" * 58, "Az09_.:-"], ["", "x" * 59, "a b", "k\n", "k/../x", "k:counter"], "key", {}),
     ("cluster", ["local", "compose"], ["docker", "", "LOCAL"], "--cluster", {}),
 ]
 
@@ -77,7 +78,7 @@ def test_a_spec_is_a_frozen_keyword_only_value():
 
 
 def test_every_field_survives_spec_json():
-    spec = TestSpec(backend="etcd", nemesis=("partition", "kill"), time_limit=12.5, recovery=2, concurrency=3,
+    spec = TestSpec(backend="etcd", nemesis=("partition", "kill"), time_limit=12.5, recovery=2, concurrency=3, keys=4,
                     seed=2**62, ttl_ms=750, acquire_timeout=0.5, hold_max_ms=300, fencing=True, renew=True,
                     nemesis_interval=1.5, clock_jump_s=-4.0, key="k:1", options={"partition_shape": "one"},
                     netns=False, base_port=20000, store="/tmp/s", cluster="compose", command="chaos run -b etcd")
