@@ -86,17 +86,28 @@ def test_sigint_while_the_workers_start_still_tears_down(tmp_path):
     assert not descendants_with_owner(), "a worker or server of the interrupted run survived"
 
 
-def spawned_workers(parent: int) -> list[int]:
+def _children(parent: int) -> list[int]:
     found = []
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
-                stat = (d / "stat").read_text().rsplit(")", 1)[1].split()
-                if int(stat[1]) == parent and b"spawn_main" in (d / "cmdline").read_bytes():
+                if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == parent:
                     found.append(int(d.name))
             except (OSError, ValueError, IndexError):
                 pass
     return found
+
+
+def spawned_workers(parent: int) -> list[int]:
+    """The workers of the chaos process `parent`: children of its fork server."""
+    servers = []
+    for pid in _children(parent):
+        try:
+            if b"forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                servers.append(pid)
+        except OSError:
+            pass
+    return [w for s in servers for w in _children(s)]
 
 
 def leftovers() -> dict[str, set[str]]:
