@@ -136,6 +136,7 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
             live.faults = []
 
     t0 = now_ns()
+    requests_before: int | None = None
     schedule: FaultSchedule | None = None
     try:
         t = time.monotonic()
@@ -151,6 +152,7 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
         workers.start()
         # Count time from when the workers are ready to work, not from process spawn.
         t0 = now_ns()
+        requests_before = _requests(cluster)
         end = t0 + int(spec.time_limit * 1e9)
         while now_ns() < end:
             elapsed = (now_ns() - t0) / 1e9
@@ -175,7 +177,8 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
     finally:  # each step on its own: whatever fails, the cluster still comes down
         presses_before = interrupts.presses()
         with interrupts.shielded("cleaning up: healing the faults, stopping the workers and servers"):
-            _teardown(spec, nemesis, workers, drain, done, cluster, history, started, errors, timings)
+            _teardown(spec, nemesis, workers, drain, done, cluster, history, started, errors, timings,
+                      requests_before)
             show.close()
         interrupted = interrupted or interrupts.presses() > presses_before
     outcome = {"run_id": run_id, "interrupted": interrupted, "started": started,
@@ -209,7 +212,8 @@ def _reason(e: BaseException) -> str:
     return str(e) if isinstance(e, ChaosError) else f"the run crashed: {type(e).__name__}: {e}"[:500]
 
 
-def _teardown(spec, nemesis, workers, drain, done, cluster, history, started, errors, timings) -> None:
+def _teardown(spec, nemesis, workers, drain, done, cluster, history, started, errors, timings,
+              requests_before) -> None:
     """Heal, stop the workers, read the counter, close the history, stop the cluster: each
     step on its own, so whatever fails, the cluster still comes down."""
     try:
@@ -223,6 +227,9 @@ def _teardown(spec, nemesis, workers, drain, done, cluster, history, started, er
             killed = workers.stop(grace=spec.ttl_ms / 1000 + spec.acquire_timeout + 2 + spec.concurrency * 0.02,
                                   drain=drain)
             drain(0.2, until_empty=True)
+            after = _requests(cluster) if requests_before is not None else None
+            if after is not None and after >= requests_before:  # a restarted server counts from 0 again
+                timings["server_requests"] = after - requests_before
             lost = sorted(set(killed) - done)
             if lost:
                 errors.append(f"worker(s) {', '.join(f'c{i + 1}' for i in lost)} did not stop in time and were killed; "
@@ -236,6 +243,12 @@ def _teardown(spec, nemesis, workers, drain, done, cluster, history, started, er
         t = time.monotonic()
         cluster.down()
         timings["cluster_down_s"] = round(time.monotonic() - t, 3)
+
+
+def _requests(cluster: Cluster) -> int | None:
+    """What the lock servers have served so far (None: the provider or a kind cannot say)."""
+    count = getattr(cluster, "requests_served", None)
+    return count() if count is not None else None
 
 
 def _final_read(spec: TestSpec, cluster: Cluster, history: HistoryWriter) -> None:

@@ -179,6 +179,14 @@ class ServerKind(Protocol):
 
 
 @runtime_checkable
+class CountsRequests(Protocol):
+    """Optional ServerKind capability: a server-side count of the requests it has served
+    (the herd effect is measured as requests per grant)."""
+
+    def requests_served(self, node: Node) -> int: ...
+
+
+@runtime_checkable
 class HasLeader(Protocol):
     """Optional ServerKind capability: the kind elects a leader, and can name it."""
 

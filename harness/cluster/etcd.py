@@ -256,6 +256,14 @@ class EtcdKind:
         ids = {s.get("header", {}).get("member_id") for s in statuses}
         return len(leads) == 1 and leads <= ids
 
+    def requests_served(self, node: Node) -> int:
+        """gRPC messages this member has received: unary calls, and each message of a
+        stream (a keepalive, a watch request), from /metrics grpc_server_msg_received_total."""
+        with urllib.request.urlopen(client_url(node) + "/metrics", timeout=1.0) as r:
+            text = r.read().decode()
+        return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                       if line.startswith("grpc_server_msg_received_total{")))
+
     def read_clock(self, node: Node) -> float:
         """The member's wall clock from its HTTP Date header, 1 s resolution.
 

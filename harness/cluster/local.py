@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from harness.cluster.base import ClientPlace, Node, client_hosts, ProcState, ServerKind, check_run_id, node_named
+from harness.cluster.base import ClientPlace, CountsRequests, Node, client_hosts, ProcState, ServerKind, check_run_id, node_named
 from harness.errors import BadArgument, ClusterError, MissingDependency, PortInUse
 from harness.interrupts import quiet_group, shielded
 
@@ -149,6 +149,20 @@ class ServerCluster:
 
     def lock_nodes(self) -> list[Node]:
         return [n for n in self._nodes.values() if n.role == "lock"]
+
+    def requests_served(self) -> int | None:
+        """Requests the lock servers have served so far, summed; None when a kind cannot
+        count them or a server does not answer."""
+        total = 0
+        for n in self.lock_nodes():
+            kind = self._kinds[n.name]
+            if not isinstance(kind, CountsRequests):
+                return None
+            try:
+                total += kind.requests_served(n)
+            except (OSError, ValueError, KeyError):
+                return None
+        return total
 
     def client(self, index: int) -> ClientPlace:
         return ClientPlace(netns=self.client_netns[index % len(self.client_netns)], nodes=tuple(self.lock_nodes()))

@@ -96,3 +96,11 @@ class ValkeyKind:
         with connect(node, 1.0) as r:
             s, us = r.time()
             return s + us / 1e6
+
+    def requests_served(self, node: Node) -> int:
+        """Commands this server has processed (INFO stats total_commands_processed)."""
+        try:
+            with connect(node, 1.0) as r:
+                return int(r.info("stats")["total_commands_processed"])
+        except redis.RedisError as e:
+            raise OSError(f"{node.name}: {e}") from None

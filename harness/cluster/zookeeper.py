@@ -205,6 +205,13 @@ class ZooKeeperKind:
         modes = [mode(n, 1.0) for n in nodes]
         return modes.count("leader") == 1 and all(m in ("leader", "follower", "observer") for m in modes)
 
+    def requests_served(self, node: Node) -> int:
+        """Packets this server has received from clients (`mntr` zk_packets_received)."""
+        m = re.search(r"^zk_packets_received\s+(\d+)", four_letter(node, "mntr", 1.0), re.M)
+        if m is None:
+            raise OSError(f"{node.name}: mntr gave no zk_packets_received")
+        return int(m.group(1))
+
     def read_clock(self, node: Node) -> float:
         """This server's own wall clock (the JVM's System.currentTimeMillis), ms resolution.
 
