@@ -103,6 +103,7 @@ def cli() -> None:
 @click.option("--fencing/--no-fencing", default=False, show_default=True, help="resource enforces fencing tokens")
 @click.option("--watchdog", is_flag=True, help="renew the lease in the background (backends with a watchdog)")
 @click.option("--renew", is_flag=True, help="holders work 1-2 TTLs, renewing in the foreground every TTL/3")
+@click.option("--reenter", is_flag=True, help="holders ask again for the lock they hold (measures reentrancy)")
 @click.option("--nemesis-interval", type=float, default=3.0, show_default=True, help="seconds per fault and between faults")
 @click.option("--clock-jump", "clock_jump_s", type=float, default=None, help="seconds clock-skew jumps (default 2.5 x TTL)")
 @click.option("--option", "-o", "options", multiple=True, help="backend option NAME=VALUE (repeatable)")
@@ -114,7 +115,7 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="print one JSON summary line on stdout")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None, help="also write a JUnit XML file")
 def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency, keys, seed, ttl_ms, acquire_timeout, hold_max_ms, fencing,
-        watchdog, renew, nemesis_interval, clock_jump_s, options, netns, cluster, base_port, store, as_json, junit):
+        watchdog, renew, reenter, nemesis_interval, clock_jump_s, options, netns, cluster, base_port, store, as_json, junit):
     """Run one chaos test and print its verdict."""
     from harness.runner import run as run_spec
     from harness.spec import TestSpec
@@ -141,7 +142,7 @@ def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency
         recovery = min(3.0, time_limit / 4) if math.isfinite(time_limit) else 3.0
     spec = TestSpec(backend=backend, nemesis=names, time_limit=time_limit, recovery=recovery,
                     concurrency=concurrency, keys=keys, seed=seed, ttl_ms=ttl_ms, acquire_timeout=acquire_timeout,
-                    hold_max_ms=hold_max_ms, fencing=fencing, renew=renew, nemesis_interval=nemesis_interval,
+                    hold_max_ms=hold_max_ms, fencing=fencing, renew=renew, reenter=reenter, nemesis_interval=nemesis_interval,
                     clock_jump_s=clock_jump_s, options=options, netns=netns, cluster=cluster, base_port=base_port, store=store,
                     command=shlex.join(["chaos"] + sys.argv[1:] + ([] if "--seed" in sys.argv else ["--seed", str(seed)])))
     spec = spec.validate()

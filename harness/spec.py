@@ -15,6 +15,7 @@
   hold_max_ms      longest critical section (random below it); default 60 % of the TTL
   fencing          whether the resource enforces the lease's fencing token
   renew            holders work 1-2 TTLs and renew in the foreground every TTL/3 (a renew op each)
+  reenter          holders ask for the lock they hold again (reacquire, then rerelease): reentrancy
   nemesis_interval seconds between fault start and heal, and between faults
   clock_jump_s     how far clock-skew jumps (default 2.5 x TTL)
   options          backend options (timeouts, retries, session timeout, ...)
@@ -58,6 +59,7 @@ class TestSpec:
     hold_max_ms: int | None = None
     fencing: bool = False
     renew: bool = False
+    reenter: bool = False
     nemesis_interval: float = 3.0
     clock_jump_s: float | None = None
     key: str = "chaos-lock"
@@ -71,7 +73,8 @@ class TestSpec:
     @property
     def name(self) -> str:
         return f"{self.backend}-{'+'.join(self.nemesis) or 'none'}" + ("-fenced" if self.fencing else "") \
-            + ("-renew" if self.renew else "") + (f"-k{self.keys}" if self.keys != 1 else "")
+            + ("-renew" if self.renew else "") + ("-reenter" if self.reenter else "") \
+            + (f"-k{self.keys}" if self.keys != 1 else "")
 
     @property
     def lock_keys(self) -> tuple[str, ...]:
@@ -103,7 +106,7 @@ class TestSpec:
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                       or not math.isfinite(value)):
                 raise BadArgument(f"{name} must be a finite number of seconds, not {value!r}")
-        for name, value in (("--fencing", self.fencing), ("--renew", self.renew)):
+        for name, value in (("--fencing", self.fencing), ("--renew", self.renew), ("--reenter", self.reenter)):
             if not isinstance(value, bool):
                 raise BadArgument(f"{name} is a flag (true or false), not {value!r}")
         if self.netns not in (None, True, False):

@@ -225,6 +225,9 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random, end: float |
     if not still_held(client, lease):
         # The watchdog or the session already says the lock is gone: do no work under it.
         return release(client, lease, rec)
+    if spec.reenter and not reenter(spec, client, lease, rec):
+        release(client, lease, rec)
+        return False
 
     rec("invoke", "read", key=resource, token=token)
     value = None
@@ -259,6 +262,32 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random, end: float |
             release(client, lease, rec)
             return False
     return release(client, lease, rec)
+
+
+def reenter(spec, client, lease, rec: Recorder) -> bool:
+    """`--reenter`: ask for the held lock again (reacquire, briefly) and give back what that
+    got (rerelease). False when an outcome is in doubt (the process id must change)."""
+    from harness.checker.properties import REENTER_TIMEOUT_S
+
+    key = lease.key
+    rec("invoke", "reacquire", key=key)
+    try:
+        inner = client.acquire(key, spec.ttl_ms, min(REENTER_TIMEOUT_S, spec.acquire_timeout))
+    except NotAcquired as e:
+        rec("fail", "reacquire", key=key, error=str(e)[:300])
+        return True
+    except Exception as e:
+        rec("info", "reacquire", key=key, error=_err(e))
+        return False
+    rec("ok", "reacquire", key=key, value=inner.value, token=inner.token)
+    rec("invoke", "rerelease", key=key, value=inner.value)
+    try:
+        freed = client.release(inner)
+    except Exception as e:
+        rec("info", "rerelease", key=key, value=inner.value, error=_err(e))
+        return False
+    rec("ok" if freed else "fail", "rerelease", key=key, value=inner.value, error=None if freed else "not held")
+    return True
 
 
 def _remaining(lease, spec) -> float:

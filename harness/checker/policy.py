@@ -14,6 +14,7 @@ from typing import Any, Sequence
 from harness.checker.base import UNKNOWN, CheckResult, merge_valid, safe_check
 from harness.checker.keys import per_key
 from harness.checker.linearizable import LinearizableChecker
+from harness.checker.properties import check_reentrancy
 from harness.checker.lock import check_mutex, check_stats, check_writes, lease_history
 from harness.history import Op
 
@@ -25,13 +26,15 @@ def checkers(spec: Any) -> list[tuple[str, Any]]:
     out.append(("linearizable-mutex", lambda spec, h: mutex.check(spec, lease_history(h))))
     model = "fenced-register" if getattr(spec, "fencing", False) else "register"
     out.append((f"linearizable-{model}", LinearizableChecker(model, time_limit=10.0)))
+    if getattr(spec, "reenter", False):
+        out.append(("reentrancy", check_reentrancy))
     return out
 
 
 def judged(spec: Any) -> set[str]:
     """Which checkers decide the verdict. With fencing on, the question is whether the data
     stayed safe; mutual exclusion (which fencing cannot give) is still reported."""
-    base = {"writes", "linearizable-fenced-register", "linearizable-register"}
+    base = {"writes", "linearizable-fenced-register", "linearizable-register", "reentrancy"}
     if not getattr(spec, "fencing", False):
         base |= {"mutex", "linearizable-mutex"}
     return base
