@@ -261,6 +261,9 @@ cli.add_command(explore)
 from harness.matrix import matrix  # noqa: E402
 
 cli.add_command(matrix)
+from harness.compare import compare  # noqa: E402
+
+cli.add_command(compare)
 
 
 def _terminate(signum, frame) -> None:
