@@ -51,6 +51,20 @@ def show(value: Any, spread: Any = None) -> str:
     return text
 
 
+def ratios(cells: list[dict], backends: list[str]) -> list[str]:
+    """For each charted row: every backend as a multiple of the first one measured."""
+    out = []
+    for row_id, title in CHARTS:
+        vals = {c["backend"]: c["value"] for c in cells if c["row"] == row_id
+                and isinstance(c["value"], (int, float)) and not isinstance(c["value"], bool) and c["value"] > 0}
+        base = next((b for b in backends if b in vals), None)
+        if base is None or len(vals) < 2:
+            continue
+        out.append(f"{title}, as a multiple of {base}: "
+                   + ", ".join(f"{b} {vals[b] / vals[base]:.2g}x" for b in backends if b in vals and b != base))
+    return out
+
+
 def write_csv(path: Path, cells: list[dict]) -> None:
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
@@ -85,7 +99,7 @@ def write_md(path: Path, cells: list[dict], backends: list[str], meta: dict) -> 
         lines.append(f"| {label} | " + " | ".join(parts) + " |")
     counts = {w: sum(c["verdict"] == w for c in cells) for w in (CONFIRMED, REFUTED, INCONCLUSIVE)}
     lines += ["", f"{counts[CONFIRMED]} claims confirmed, {counts[REFUTED]} refuted, {counts[INCONCLUSIVE]} "
-              "inconclusive.", "", *meta.get("notes", []), "", f"Run dirs are listed in compare.csv. Took "
+              "inconclusive.", "", *[f"- {r}" for r in ratios(cells, backends)], "", *meta.get("notes", []), "", f"Run dirs are listed in compare.csv. Took "
               f"{meta['took_s']:.0f} s.", ""]
     path.write_text("\n".join(lines))
 
@@ -140,5 +154,6 @@ def write_html(path: Path, cells: list[dict], backends: list[str], meta: dict) -
             out.append(f"<td class='cell' data-row='{e(c['row'])}' data-backend='{e(b)}' data-verdict='{e(c['verdict'])}'"
                        f" style='background:{COLOURS[c['verdict']]}'>{e(show(c['value'], c['spread']))}{link}{claim}</td>")
         out.append("</tr>")
-    out.append("</table>" + "".join(f"<p>{e(n)}</p>" for n in meta.get("notes", [])) + "</body></html>")
+    out.append("</table><ul>" + "".join(f"<li>{e(r)}</li>" for r in ratios(cells, backends)) + "</ul>"
+               + "".join(f"<p>{e(n)}</p>" for n in meta.get("notes", [])) + "</body></html>")
     path.write_text("\n".join(out))

@@ -112,6 +112,7 @@ def test_the_three_pages_hold_every_cell(pages):
     md = (d / "compare.md").read_text()
     assert "| acquire latency p50, 1 client | 0.33 (0.3–0.36) — claim 0.5-5 ms: **refuted** |" in md
     assert "2 cores <b>" in md
+    assert "- acquire p50, 1 client (ms), as a multiple of redis: redlock 3.3x, etcd 13x, zookeeper 20x" in md
     page = (d / "compare.html").read_text()
     assert len(re.findall(r"<svg class='chart' data-row=", page)) == 4
     assert page.count("class='bar'") == 16  # four charts, four backends, all measured
