@@ -272,7 +272,9 @@ def reenter(spec, client, lease, rec: Recorder) -> bool:
     key = lease.key
     rec("invoke", "reacquire", key=key)
     try:
-        inner = client.acquire(key, spec.ttl_ms, min(REENTER_TIMEOUT_S, spec.acquire_timeout))
+        # never longer than the lease has left: a holder blocked on itself would outlive it
+        wait = min(REENTER_TIMEOUT_S, spec.acquire_timeout, max(0.01, _remaining(lease, spec)))
+        inner = client.acquire(key, spec.ttl_ms, wait)
     except NotAcquired as e:
         rec("fail", "reacquire", key=key, error=str(e)[:300])
         return True
