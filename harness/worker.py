@@ -363,11 +363,24 @@ def release(client, lease, rec: Recorder) -> bool:
 
 def _context():
     """Workers are forked from a server process that imported their code once (a spawned
-    worker imports it again: 256 of them took 45 s of 2 cores to start)."""
+    worker imports it again: 256 of them took 45 s of 2 cores to start). Each run starts
+    its own (at its first worker) and stops it once its workers are gone (_stop_forkserver),
+    so a worker always has its runner's environment and directory, and nothing outlives the
+    run, also in a process that runs many (pytest, chaos compare)."""
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(["harness.worker", "workloads.redis_single", "workloads.redlock", "workloads.etcd",
                                 "workloads.zookeeper", "workloads.resource"])
     return ctx
+
+
+def _stop_forkserver() -> None:
+    """Stop this process's fork server, after its workers are gone (its death kills them).
+    multiprocessing has no public call for it; its own tests use ForkServer._stop."""
+    from multiprocessing import forkserver
+
+    stop = getattr(forkserver._forkserver, "_stop", None)
+    if stop is not None:
+        stop()
 
 
 class Workers:
@@ -497,4 +510,5 @@ class Workers:
                 p.kill()
                 p.join(2)
                 killed.append(i)
+        _stop_forkserver()
         return killed

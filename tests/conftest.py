@@ -53,9 +53,24 @@ def no_leftovers(request):
         for rid in new:
             kill_run(rid)
         pytest.fail(f"test left run(s) behind: {sorted(new)} (cleaned up now)")
+    assert not _fork_servers(), "a run's fork server outlived it (harness.worker._stop_forkserver)"
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     leaked = [line.split()[0] for line in ns.splitlines() if any(f"cl-{rid}-" in line for rid in new)]
     assert not leaked, f"namespaces left behind: {leaked}"
+
+
+def _fork_servers() -> list[int]:
+    """This process's multiprocessing fork servers (a run stops its own when it ends)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == os.getpid() \
+                        and b"forkserver" in (d / "cmdline").read_bytes():
+                    found.append(int(d.name))
+            except (OSError, ValueError, IndexError):
+                pass
+    return found
 
 
 def chaos(*args: str, timeout: float = 300, cwd: Path | None = None) -> subprocess.CompletedProcess:
