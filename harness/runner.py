@@ -91,17 +91,19 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
 
     def drain(block_s: float = 0.0, *, until_empty: bool = False) -> None:
         """Record what the workers sent. Waits up to block_s for the first message; returns
-        when the queue is empty or, unless until_empty, after DRAIN_BUDGET_S of work, so
+        when the queue is empty or, unless until_empty, once a reactive nemesis has planned an
+        op (so a pause lands while its holder still holds) or after DRAIN_BUDGET_S of work, so
         workers that produce faster than the runner records never keep the run going."""
         if workers is None:
             return
-        deadline = time.monotonic() + block_s
-        budget = deadline + DRAIN_BUDGET_S
+        budget = time.monotonic() + block_s + DRAIN_BUDGET_S
+        wait = block_s  # only the first message is waited for; the rest is what is there
         while True:
             try:
-                d = workers.queue.get(timeout=max(0.0, deadline - time.monotonic()) if block_s else 0.0001)
+                d = workers.queue.get(timeout=wait) if wait else workers.queue.get(timeout=0.0001)
             except queue_mod.Empty:
                 return
+            wait = 0.0
             if type(d) is dict:
                 if READY in d:  # a worker that opened its client after a Ctrl-C cut start() short
                     continue
@@ -117,6 +119,8 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
             if schedule is not None and schedule.listens:
                 for n, one in enumerate(d):
                     schedule.update(Context(time=(one["time_ns"] - t0) / 1e9), history.op_at(one, first + n))
+                if schedule.reactive and not until_empty:
+                    return  # a nemesis answered an op (a holder to pause): act on it now
             if not until_empty and time.monotonic() > budget:
                 return
 
