@@ -22,6 +22,7 @@ import multiprocessing as mp
 import os
 import queue as queue_mod
 import random
+import shutil
 import signal
 import time
 from dataclasses import dataclass
@@ -399,6 +400,8 @@ class Workers:
         self.procs: list[Any] = []
         self.paused: set[int] = set()
         self.log_dir = log_dir
+        state = getattr(cluster, "dir", None)  # the run's state dir (harness/cluster/local.py)
+        self.mp_dir = Path(state) / "mp" if state is not None else None
         self.options = dict(spec.options)
         store_node = next(n for n in cluster.nodes if n.role == "store")
         for i in range(spec.concurrency):
@@ -415,6 +418,11 @@ class Workers:
         # worker's arguments leaves a child dying with a traceback. The children inherit the
         # block and lift it once they ignore SIGINT (the runner owns Ctrl-C).
         held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        if self.mp_dir is not None:
+            # The fork server's socket lives here, in the run's state dir, which teardown and
+            # `chaos cluster down --all` remove: not in a /tmp/pymp-* that a SIGKILL leaves.
+            self.mp_dir.mkdir(parents=True, exist_ok=True)
+            mp.current_process()._config["tempdir"] = str(self.mp_dir)
         try:
             for p in self.procs:
                 p.start()
@@ -511,4 +519,7 @@ class Workers:
                 p.join(2)
                 killed.append(i)
         _stop_forkserver()
+        if self.mp_dir is not None:
+            mp.current_process()._config.pop("tempdir", None)
+            shutil.rmtree(self.mp_dir, ignore_errors=True)
         return killed
