@@ -44,13 +44,6 @@ class LiveState:
         self.violations = 0
         self.faults: list[str] = []
 
-    def see(self, op: Op) -> None:
-        if op.process == NEMESIS:
-            return
-        if op.type != "invoke":
-            self.ops += 1
-        self.violations += len(self.holders.see(op))
-
     def see_batch(self, batch: list[dict]) -> None:
         """A worker's recorded batch (dicts, as HistoryWriter.record took them)."""
         see = self.holders.see_fields
