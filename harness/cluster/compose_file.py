@@ -25,6 +25,8 @@ Addresses come from 198.19.250.0/24 only, the top of the RFC 2544 benchmarking r
 
 from __future__ import annotations
 
+import re
+
 import ipaddress
 import os
 import shlex
@@ -182,6 +184,13 @@ def document(servers: Sequence[tuple[Server, ServerKind]] | None = None, *, run:
     return {"name": PROJECT, "services": services, "networks": {"chaos": net}}
 
 
+# What YAML 1.2's core schema reads as a number, a bool or null. PyYAML writes YAML 1.1, where
+# "090630" (a run id started before 10:00) is no octal and so goes out bare; Compose reads it
+# back as the integer 90630, and the run's containers then carry a label no one looks for.
+_NOT_A_STRING_IN_YAML12 = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+|[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?"
+                                     r"|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)|true|True|TRUE|false|False|FALSE|null|Null|NULL|~|")
+
+
 def render(doc: dict | None = None, *, head: bool = True) -> str:
     import yaml
 
@@ -197,7 +206,12 @@ def render(doc: dict | None = None, *, head: bool = True) -> str:
         flat = all(not isinstance(x, (dict, list)) for x in v) and sum(len(str(x)) for x in v) < 100
         return d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=flat)
 
+    def string(d: yaml.SafeDumper, v: str):  # quoted wherever YAML 1.2 (Compose's parser) would not read a string
+        style = '"' if _NOT_A_STRING_IN_YAML12.fullmatch(v) else None
+        return d.represent_scalar("tag:yaml.org,2002:str", v, style=style)
+
     Dumper.add_representer(list, seq)
+    Dumper.add_representer(str, string)
     return text + yaml.dump(doc or document(), Dumper=Dumper, sort_keys=False, width=120)
 
 

@@ -47,6 +47,17 @@ def engine():
     assert not _leftovers()
 
 
+def test_a_run_id_that_looks_like_a_number_labels_its_containers_as_written(engine, tmp_path):
+    """Compose reads YAML 1.2: a run started at 09:06:30 (run id 090630) written bare would
+    label its containers 90630, which `chaos cluster down` never matches."""
+    servers = [(F.TOPOLOGY[n], server_kind("valkey")) for n in ("n1", "store")]
+    f = tmp_path / "run.yml"
+    f.write_text(F.render(F.document(servers, run="090630", state=str(tmp_path), faketime=None, people=False), head=False))
+    doc = json.loads(C.docker("compose", "-f", str(f), "config", "--format", "json").stdout)
+    assert {svc["labels"][F.RUN_LABEL] for svc in doc["services"].values()} == {"090630"}
+    assert doc["networks"]["chaos"]["labels"][F.RUN_LABEL] == "090630"
+
+
 def _run(tmp_path, *args: str) -> tuple[dict, subprocess.CompletedProcess]:
     r = chaos("run", "--cluster", "compose", "--store", str(tmp_path), "--json", *args)
     lines = [line for line in r.stdout.splitlines() if line.startswith("{")]
