@@ -221,6 +221,11 @@ def judge(scenario: str, variant: str, seed: int, run_dir: Path) -> dict:
     if wrong:
         ok = False
         errors.append(f"violations caused by {', '.join(wrong)}; expected only {', '.join(expect.causes or ()) or 'explained causes'}")
+        overlaps = (results.get("checkers", {}).get("mutex", {}).get("details") or {}).get("overlaps") or []
+        first = next((o for o in overlaps if (o.get("cause") or {}).get("cause") in wrong), None)
+        if first is not None:  # what CI's log keeps of a miss whose run dir is gone
+            errors.append(f"the first: {first['cause'].get('detail')} (acquires #{first['first']['index']} and "
+                          f"#{first['second']['index']} of {run_dir / 'history.jsonl'})")
     row = {"scenario": scenario, "variant": variant, "seed": seed, "expected": expect.verdict,
            "matched": ok, "violations": summary.get("violations"),
            "stale_accepted": summary.get("stale_writes_accepted"),

@@ -225,3 +225,20 @@ def test_a_scenario_misses_when_its_violations_have_another_cause(tmp_path, caus
     assert r["matched"] is matched and r["causes"] == causes
     if not matched:
         assert "expected only overran-paused" in r["errors"][-1]
+
+
+def test_a_miss_names_its_first_wrongly_caused_violation(tmp_path):
+    """CI keeps only the log: the sentence of the first unexplained overlap goes with the miss."""
+    from harness.reproduce import judge
+
+    (tmp_path / "spec.json").write_text(json.dumps({"concurrency": 3}))
+    (tmp_path / "history.jsonl").write_text("")
+    summary = {"valid": False, "violations": 2, "stale_writes_accepted": 1, "lost_updates": 1,
+               "violations_by_cause": {"overran-paused": 1, "unexplained": 1}}
+    overlaps = [{"first": {"index": 4}, "second": {"index": 9}, "cause": {"cause": "overran-paused", "detail": "paused"}},
+                {"first": {"index": 12}, "second": {"index": 20}, "cause": {"cause": "unexplained", "detail": "UNEXPLAINED: x"}}]
+    (tmp_path / "results.json").write_text(json.dumps({"summary": summary,
+                                                       "checkers": {"mutex": {"details": {"overlaps": overlaps}}}}))
+    r = judge("gc-pause", "nofence", 1, tmp_path)
+    assert not r["matched"]
+    assert r["errors"][-1].startswith("the first: UNEXPLAINED: x (acquires #12 and #20 of ")
