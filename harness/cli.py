@@ -15,7 +15,7 @@ import traceback
 
 import click
 
-from harness.cliargs import check_writable_dir, check_writable_file
+from harness.cliargs import CLUSTERS, check_writable_dir, check_writable_file, ssh_options, ssh_settings
 from harness.errors import EXIT_BAD_ARGS, EXIT_CRASH, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadArgument, ChaosError
 
 
@@ -108,14 +108,16 @@ def cli() -> None:
 @click.option("--clock-jump", "clock_jump_s", type=float, default=None, help="seconds clock-skew jumps (default 2.5 x TTL)")
 @click.option("--option", "-o", "options", multiple=True, help="backend option NAME=VALUE (repeatable)")
 @click.option("--netns/--no-netns", default=None, help="require / refuse network namespaces (default: use if possible)")
-@click.option("--cluster", type=click.Choice(["local", "compose"]), default="local", show_default=True,
-              help="local processes in namespaces, or Docker Compose (needs a Docker engine)")
+@click.option("--cluster", type=click.Choice(CLUSTERS), default="local", show_default=True,
+              help="local processes in namespaces, Docker Compose (needs a Docker engine), or your hosts over ssh")
+@ssh_options
 @click.option("--base-port", type=int, default=None, help="first server port on loopback (default: free ports)")
 @click.option("--store", default="store", show_default=True, help="where runs are stored")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON summary line on stdout")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None, help="also write a JUnit XML file")
 def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency, keys, seed, ttl_ms, acquire_timeout, hold_max_ms, fencing,
-        watchdog, renew, reenter, nemesis_interval, clock_jump_s, options, netns, cluster, base_port, store, as_json, junit):
+        watchdog, renew, reenter, nemesis_interval, clock_jump_s, options, netns, cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts,
+        base_port, store, as_json, junit):
     """Run one chaos test and print its verdict."""
     from harness.runner import run as run_spec
     from harness.spec import TestSpec
@@ -144,6 +146,7 @@ def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency
                     concurrency=concurrency, keys=keys, seed=seed, ttl_ms=ttl_ms, acquire_timeout=acquire_timeout,
                     hold_max_ms=hold_max_ms, fencing=fencing, renew=renew, reenter=reenter, nemesis_interval=nemesis_interval,
                     clock_jump_s=clock_jump_s, options=options, netns=netns, cluster=cluster, base_port=base_port, store=store,
+                    ssh=ssh_settings(cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts),
                     command=shlex.join(["chaos"] + sys.argv[1:] + ([] if "--seed" in sys.argv else ["--seed", str(seed)])))
     spec = spec.validate()
     check_writable_dir(store, "--store")

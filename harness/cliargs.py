@@ -7,6 +7,7 @@ that was wrong from the beginning.
 from __future__ import annotations
 
 import math
+import os
 
 import click
 
@@ -77,3 +78,46 @@ def check_writable_file(path: str, flag: str) -> None:
         p.unlink()
 
 
+
+
+CLUSTERS = ("local", "compose", "ssh")
+
+
+def ssh_options(f):
+    """--hosts and the --ssh-* settings of `--cluster ssh` (chaos run, chaos reproduce)."""
+    for opt in reversed([
+        click.option("--hosts", default=None, metavar="H1,H2,...|@FILE",
+                     help="with --cluster ssh: the hosts, [user@]address[:port], comma-separated or one per line of FILE"),
+        click.option("--ssh-user", default=None, help="with --cluster ssh: login user (default root; others need passwordless sudo)"),
+        click.option("--ssh-key", default=None, type=click.Path(), help="with --cluster ssh: the private key to log in with"),
+        click.option("--ssh-port", default=None, type=int, help="with --cluster ssh: sshd's port (default 22)"),
+        click.option("--ssh-known-hosts", default=None, type=click.Path(),
+                     help="with --cluster ssh: a known_hosts file to use (new hosts are added to it)"),
+    ]):
+        f = opt(f)
+    return f
+
+
+def ssh_settings(cluster: str, hosts: str | None, user: str | None, key: str | None, port: int | None,
+                 known_hosts: str | None) -> dict:
+    """spec.ssh from the flags: {} unless --cluster ssh; one sentence for a flag without it."""
+    given = [flag for flag, v in (("--hosts", hosts), ("--ssh-user", user), ("--ssh-key", key), ("--ssh-port", port),
+                                  ("--ssh-known-hosts", known_hosts)) if v is not None]
+    if cluster != "ssh":
+        if given:
+            raise BadArgument(f"{given[0]} goes with --cluster ssh")
+        return {}
+    if not hosts:
+        raise BadArgument("--cluster ssh needs --hosts h1,h2,... (or --hosts @FILE, one host per line)")
+    if hosts.startswith("@"):
+        from harness.cluster.ssh import read_hosts_file
+
+        names = read_hosts_file(hosts[1:])
+    else:
+        names = [h.strip() for h in hosts.split(",") if h.strip()]
+    out = {"hosts": names, "user": user, "port": port, "key": os.path.abspath(key) if key else None,
+           "known_hosts": os.path.abspath(known_hosts) if known_hosts else None}
+    from harness.cluster.ssh import parse_hosts
+
+    parse_hosts(out)  # one sentence now, for a bad host, port or key
+    return {k: v for k, v in out.items() if v is not None}

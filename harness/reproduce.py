@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Sequence
 import click
 
 from harness.checker.lock import holding_windows
-from harness.cliargs import Seconds, check_writable_dir
+from harness.cliargs import CLUSTERS, Seconds, check_writable_dir, ssh_options, ssh_settings
 from harness.errors import BadArgument, BadHistory
 from harness.history import NEMESIS, Op, read_history
 from results.store import stamped_dir
@@ -245,7 +245,8 @@ def describe(row: dict) -> str:
 
 
 def run_scenario(sc: Scenario, seeds: Sequence[int], *, time_limit: float, store: str, echo=print,
-                 on_row: Callable[[dict], None] = lambda row: None, cluster: str = "local") -> list[dict]:
+                 on_row: Callable[[dict], None] = lambda row: None, cluster: str = "local",
+                 ssh: dict | None = None) -> list[dict]:
     from harness.runner import run
     from harness.spec import TestSpec
 
@@ -254,8 +255,9 @@ def run_scenario(sc: Scenario, seeds: Sequence[int], *, time_limit: float, store
         for seed in seeds:
             kw = dict(sc.spec, **overrides)
             kw["options"] = dict(kw.get("options", {}))
-            where = "" if cluster == "local" else f" --cluster {cluster}"
-            spec = TestSpec(**kw, seed=seed, time_limit=time_limit, store=store, cluster=cluster,
+            where = ("" if cluster == "local" else f" --cluster {cluster}") + \
+                (f" --hosts {','.join(ssh['hosts'])}" if ssh else "")
+            spec = TestSpec(**kw, seed=seed, time_limit=time_limit, store=store, cluster=cluster, ssh=ssh or {},
                             command=f"chaos reproduce {sc.name} --seeds {len(seeds)}{where}")
             out = run(spec, progress=False)
             if out.interrupted:  # Ctrl-C ends the whole batch, after this run's teardown
@@ -374,24 +376,28 @@ def rejudge(row: dict) -> dict:
 
 
 @click.command()
-@click.argument("name", required=False)
+@click.argument("names", nargs=-1, metavar="[NAME]...")
 @click.option("--all", "all_", is_flag=True, help="run every scenario")
 @click.option("--seeds", type=int, default=1, show_default=True, help="how many seeds per variant")
 @click.option("--first-seed", type=int, default=1, show_default=True, help="seeds run from here upwards")
 @click.option("--time-limit", type=Seconds(5, 60), default=25.0, show_default=True, help="seconds per run (at most 60)")
 @click.option("--store", default="store", show_default=True)
-@click.option("--cluster", type=click.Choice(["local", "compose"]), default="local", show_default=True,
-              help="where the servers run: local processes, or Docker Compose containers (make compose)")
+@click.option("--cluster", type=click.Choice(CLUSTERS), default="local", show_default=True,
+              help="where the servers run: local processes, Docker Compose containers (make compose), or your hosts over ssh")
+@ssh_options
 @click.option("--json", "as_json", is_flag=True, help="print the rows as JSON lines")
 @click.option("--summarize", "summarize_paths", multiple=True, metavar="ROWS",
               help="run nothing: print the table of earlier campaigns' rows.jsonl (repeatable)")
 @click.option("--recheck", is_flag=True, help="with --summarize: judge the stored runs again with today's predicates")
-def reproduce(name, all_, seeds, first_seed, time_limit, store, cluster, as_json, summarize_paths, recheck):
-    """Run known-result scenarios; exit 1 if any seed misses its expected verdict."""
+def reproduce(names, all_, seeds, first_seed, time_limit, store, cluster, hosts, ssh_user, ssh_key, ssh_port,
+              ssh_known_hosts, as_json, summarize_paths, recheck):
+    """Run known-result scenarios (one or more NAMEs, or --all); exit 1 if any seed misses
+    its expected verdict."""
+    name = " ".join(names)
     if recheck and not summarize_paths:
         raise BadArgument("--recheck re-judges stored runs: give their rows with --summarize ROWS")
     if summarize_paths:
-        if name or all_:
+        if names or all_:
             raise BadArgument("--summarize reads earlier rows and runs nothing; drop the scenario name / --all")
         rows = read_rows(summarize_paths)
         if recheck:
@@ -400,10 +406,12 @@ def reproduce(name, all_, seeds, first_seed, time_limit, store, cluster, as_json
                 print(describe(r))
         print(summary_table(rows))
         return 1 if any(not r["matched"] for r in rows) else 0
-    if all_ == bool(name):
-        raise BadArgument(f"name one scenario or use --all; scenarios: {', '.join(SCENARIOS)}")
-    if name and name not in SCENARIOS:
-        raise BadArgument(f"unknown scenario {name!r}; choose one of: {', '.join(SCENARIOS)}")
+    if all_ == bool(names):
+        raise BadArgument(f"name one or more scenarios or use --all; scenarios: {', '.join(SCENARIOS)}")
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        raise BadArgument(f"unknown scenario {unknown[0]!r}; choose from: {', '.join(SCENARIOS)}")
+    ssh = ssh_settings(cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts)
     if not 1 <= seeds <= 100 or not 5 <= time_limit <= 60 or not 0 <= first_seed < 2**31:
         raise BadArgument("--seeds must be 1..100, --first-seed 0..2^31-1 and --time-limit 5..60 seconds")
     check_writable_dir(store, "--store")
@@ -416,9 +424,9 @@ def reproduce(name, all_, seeds, first_seed, time_limit, store, cluster, as_json
 
     rows = []
     try:
-        for sc in (SCENARIOS.values() if all_ else [SCENARIOS[name]]):
+        for sc in (SCENARIOS.values() if all_ else [SCENARIOS[n] for n in dict.fromkeys(names)]):
             rows += run_scenario(sc, range(first_seed, first_seed + seeds), time_limit=time_limit, store=store,
-                                 on_row=record, cluster=cluster)
+                                 on_row=record, cluster=cluster, ssh=ssh)
     finally:  # a campaign cut short (Ctrl-C) still leaves the table of the runs it finished
         rows_file.close()
         if rows:

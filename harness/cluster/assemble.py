@@ -2,7 +2,8 @@
 
 The backend's `servers = (kind, count)` names the lock service; one more valkey server,
 `store`, holds the protected counter and is never faulted. The provider (`--cluster`)
-decides how they run: local processes (namespaces when possible) or Docker Compose.
+decides how they run: local processes (namespaces when possible), Docker Compose, or the
+user's own hosts over ssh.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ def make_cluster(spec: TestSpec, run_id: str, log_dir: Path, nemeses: list) -> C
         from harness.cluster.compose import make_compose_cluster
 
         return make_compose_cluster(spec, run_id, log_dir, [lock, res])
+    if spec.cluster == "ssh":
+        from harness.cluster.ssh import make_ssh_cluster
+
+        return make_ssh_cluster(spec, run_id, log_dir, [lock, res])
     return LocalCluster(run_id, [lock, res], clients=spec.concurrency, netns=spec.netns, log_dir=log_dir,
                         base_port=spec.base_port)
 
@@ -38,6 +43,10 @@ def preflight(spec: TestSpec) -> None:
     if spec.cluster == "local":
         server_kind(servers_of(spec.backend, spec.options)[0], spec.options).check_installed()
         ValkeyKind().check_installed()  # the store
+    elif spec.cluster == "ssh":
+        from harness.cluster.ssh import preflight as ssh_preflight
+
+        ssh_preflight(spec)
     else:
         from harness.cluster.compose import preflight as compose_preflight
 

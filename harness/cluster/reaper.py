@@ -109,10 +109,14 @@ def kill_run(run_id: str, timeout: float = 5.0) -> list[str]:
                 pass
         done.append(f"process {pid} (run {run_id})")
         done += [f"libfaketime file {f}" for f in remove_faketime_files(pid)]
+    state = _state(run_id)
+    if state is not None and state.get("provider") == "ssh":  # its servers are on other hosts
+        from harness.cluster import ssh
+
+        done += ssh.remove_run(run_id, state)
     if os.geteuid() == 0:  # only root makes namespaces, bridges, rules and (here) containers
         from harness.cluster import compose, netns
 
-        state = _state(run_id)
         if state is None or state.get("provider") == "compose":  # a local run's state says so: no engine to ask
             done += compose.remove_run(run_id)
         done += netns.cleanup_run(run_id)

@@ -25,7 +25,7 @@ import shutil
 import socket
 import time
 from datetime import datetime
-from typing import Sequence
+from typing import Callable, Sequence
 
 from harness.cluster.base import Node
 from harness.errors import MissingDependency
@@ -230,24 +230,34 @@ class ZooKeeperKind:
         """
         if not node.log_path or not os.path.exists(node.log_path):
             raise OSError(f"{node.name}: no server log at {node.log_path!r} to read the clock from")
-        start = os.path.getsize(node.log_path)
-        t0 = time.monotonic()
-        with socket.create_connection((node.host, node.port), timeout=2.0) as s:
-            port = s.getsockname()[1]
-            s.settimeout(2.0)
-            s.sendall(b"ruok")
-            while s.recv(64):
-                pass
-        t1 = time.monotonic()
-        pat = re.compile(rf"^(\S+) \[[^\]]*\] INFO \S+ - Processing ruok command from /\S+:{port}\s*$", re.M)
-        deadline = t1 + 1.0
-        while True:
+
+        def read_from(offset: int) -> str:
             with open(node.log_path, "rb") as f:
-                f.seek(start)
-                m = pat.search(f.read().decode(errors="replace"))
-            if m:
-                stamp = datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
-                return stamp + (time.monotonic() - (t0 + t1) / 2)
-            if time.monotonic() > deadline:
-                raise OSError(f"{node.name}: its log {node.log_path} shows no ruok from port {port}")
-            time.sleep(0.01)
+                f.seek(offset)
+                return f.read().decode(errors="replace")
+
+        return read_clock_from(node, lambda: os.path.getsize(node.log_path), read_from)
+
+
+def read_clock_from(node: Node, size: Callable[[], int], read_from: Callable[[int], str]) -> float:
+    """ZooKeeperKind.read_clock with the server's log reached through `size()` (its length
+    now) and `read_from(offset)` (its text from there): a local file, or one on a host."""
+    start = size()
+    t0 = time.monotonic()
+    with socket.create_connection((node.host, node.port), timeout=2.0) as s:
+        port = s.getsockname()[1]
+        s.settimeout(2.0)
+        s.sendall(b"ruok")
+        while s.recv(64):
+            pass
+    t1 = time.monotonic()
+    pat = re.compile(rf"^(\S+) \[[^\]]*\] INFO \S+ - Processing ruok command from /\S+:{port}\s*$", re.M)
+    deadline = t1 + 1.0
+    while True:
+        m = pat.search(read_from(start))
+        if m:
+            stamp = datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
+            return stamp + (time.monotonic() - (t0 + t1) / 2)
+        if time.monotonic() > deadline:
+            raise OSError(f"{node.name}: its log shows no ruok from port {port}")
+        time.sleep(0.01)

@@ -169,7 +169,7 @@ def test_bad_rows_get_one_sentence(tmp_path, content, words):
 
 
 @pytest.mark.parametrize("args, words", [
-    ([], "name one scenario or use --all"),
+    ([], "name one or more scenarios or use --all"),
     (["gc-paws"], "unknown scenario 'gc-paws'"),
     (["gc-pause", "--time-limit", "90"], "at least 5 and at most 60"),
     (["gc-pause", "--summarize", "x"], "runs nothing"),

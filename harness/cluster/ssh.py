@@ -1,0 +1,546 @@
+"""The ssh provider: the servers on the user's own hosts, driven from this machine over ssh.
+
+Jepsen's model: one control node (here) and the hosts it reaches with the OpenSSH client,
+one master connection per host (ControlMaster, reused by every command). Nothing here
+assumes the hosts share this machine's files or processes; every command goes through
+ssh, to ssh_helper.py, which the run ships to each host and runs there as root (sudo -n
+when the user is not root):
+
+  install    what a host lacks, from its own package manager (Debian: etcd-server,
+             zookeeper, libfaketime, iptables); the valkey binary is copied over when the
+             host has no valkey-server or redis-server. Packages stay installed.
+  servers    started by the helper in sessions of their own, with CHAOSLOCK_RUN=<run id>
+             in their environment, under BASE/<run id>/ on the host (data, configs, logs);
+             their logs are copied into the run dir at the end.
+  partition  iptables DROP rules in the run's own chain (chaoslock-<run id>) on each
+             host, by address: a cut needs one lock server per host. Read back by
+             connecting from the host (`reaches`).
+  pause/kill SIGSTOP/SIGCONT/SIGKILL of the server's process group, by pid, over ssh.
+  clock      libfaketime's timestamp file on the host (valkey), or the vDSO patch of
+             timewarp.py, shipped beside the helper and run on the host (etcd, ZooKeeper).
+  clients    on this machine, each a separate process the pause nemesis can stop; they
+             reach the servers at the hosts' addresses.
+
+`down` (also after Ctrl-C) and `chaos cluster down --all` (after a SIGKILL, from the run's
+state.json) run the helper's `down` on every host: it stops only processes carrying the
+run id, deletes only the run's chain and the two rules that jump to it, and removes only
+BASE/<run id>.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from harness.cluster.base import ClientPlace, Node, check_run_id
+from harness.cluster.local import FAKETIME_LIB, RUN_ENV, Group, ServerCluster, make_state_root
+from harness.errors import BadArgument, ClusterError, MissingDependency
+from harness.interrupts import quiet_group, shielded
+
+HELPER = Path(__file__).with_name("ssh_helper.py")
+TIMEWARP = Path(__file__).with_name("timewarp.py")
+BASE = "/dev/shm/chaoslock-ssh"  # the helper's BASE on a host with /dev/shm (every Linux host)
+PORT_STEP = 100  # a second server on one host listens 100 ports up
+PEER_PORT, ELECTION_PORT = 2380, 3888
+SSH_TIMEOUT_S = 30.0
+HOST = re.compile(r"(?:(?P<user>[a-z_][a-z0-9_.-]{0,31})@)?(?P<addr>[A-Za-z0-9.-]{1,253}|\[[0-9a-fA-F:]+\])(?::(?P<port>\d{1,5}))?")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Host:
+    """One host as the user named it, and how to log in there."""
+
+    name: str  # h1, h2, ... in the order given
+    address: str
+    user: str = "root"
+    port: int = 22
+    key: str | None = None
+    known_hosts: str | None = None  # a known_hosts file of the user's choosing (default: ssh's own)
+
+    @property
+    def login(self) -> str:
+        return f"{self.user}@{self.address}"
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+def parse_hosts(ssh: Mapping[str, Any]) -> list[Host]:
+    """The hosts of spec.ssh ({"hosts": [...], "user", "port", "key", "known_hosts"}), each
+    `[user@]address[:port]`; a BadArgument naming the first bad one."""
+    given = list(ssh.get("hosts") or [])
+    if not given:
+        raise BadArgument("--cluster ssh needs --hosts h1,h2,... (or --hosts @FILE, one host per line)")
+    user, key = ssh.get("user") or "root", ssh.get("key")
+    port = 22 if ssh.get("port") is None else ssh.get("port")
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise BadArgument(f"--ssh-port must be a port number (1-65535), not {port!r}")
+    if key is not None and not os.path.isfile(key):
+        raise BadArgument(f"--ssh-key {key} is not a file; give the private key ssh should use")
+    known = ssh.get("known_hosts")
+    hosts = []
+    for i, h in enumerate(given, 1):
+        m = HOST.fullmatch(str(h).strip())
+        if m is None or (m.group("port") and not 1 <= int(m.group("port")) <= 65535):
+            raise BadArgument(f"host {h!r} is not [user@]address[:port]")
+        hosts.append(Host(name=f"h{i}", address=m.group("addr").strip("[]"), user=m.group("user") or user,
+                          port=int(m.group("port") or port), key=key, known_hosts=known))
+    dup = {h.address for h in hosts if sum(x.address == h.address for x in hosts) > 1}
+    if dup:
+        raise BadArgument(f"host {sorted(dup)[0]} is named twice; name each host once")
+    return hosts
+
+
+def read_hosts_file(path: str) -> list[str]:
+    """`--hosts @FILE`: one host per line; blank lines and # comments are skipped."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as e:
+        raise BadArgument(f"cannot read the hosts file {path} ({e.strerror})") from None
+    return [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
+
+
+class Ssh:
+    """Commands on one host through one reused master connection."""
+
+    def __init__(self, host: Host, control_dir: Path, run_id: str):
+        self.host = host
+        self.control_dir = control_dir
+        # ssh and its master connection carry the run id, as the servers do, so
+        # `chaos cluster down` finds a master that a SIGKILLed run left
+        self.env = {**os.environ, RUN_ENV: run_id}
+
+    def argv(self) -> list[str]:
+        h = self.host
+        opts = ["-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "ServerAliveInterval=5",
+                "-o", "ControlMaster=auto", "-o", f"ControlPath={self.control_dir}/%C", "-o", "ControlPersist=30",
+                "-o", "StrictHostKeyChecking=accept-new", "-o", "LogLevel=ERROR", "-p", str(h.port)]
+        if h.key:
+            opts += ["-i", h.key, "-o", "IdentitiesOnly=yes"]
+        if h.known_hosts:
+            opts += ["-o", f"UserKnownHostsFile={h.known_hosts}"]
+        return ["ssh", *opts, h.login]
+
+    def run(self, argv: Sequence[str], *, sudo: bool = True, input: bytes | None = None,
+            timeout: float = SSH_TIMEOUT_S) -> subprocess.CompletedProcess:
+        """argv on the host (quoted for its shell), as root; the CompletedProcess (bytes)."""
+        remote = list(argv)
+        if sudo and self.host.user != "root":
+            remote = ["sudo", "-n", "--", *remote]
+        try:
+            return subprocess.run([*self.argv(), "--", shlex.join(remote)], input=input, capture_output=True,
+                                  timeout=timeout, env=self.env, **quiet_group())
+        except FileNotFoundError:
+            raise MissingDependency("the OpenSSH client (ssh) is not installed; run `make install` "
+                                    "(apt package openssh-client)") from None
+        except subprocess.TimeoutExpired:
+            raise ClusterError(f"host {self.host.address}: `{shlex.join(remote)[:80]}` did not finish within "
+                               f"{timeout:.0f} s") from None
+
+    def helper(self, run_id: str, *args: Any, input: bytes | None = None, timeout: float = SSH_TIMEOUT_S) -> Any:
+        """One helper command; its JSON answer, or a ClusterError with its sentence."""
+        r = self.run(["python3", f"{BASE}/{run_id}/ssh_helper.py", run_id, *map(str, args)], input=input, timeout=timeout)
+        if r.returncode != 0:
+            err = r.stderr.decode(errors="replace").strip().splitlines()
+            raise ClusterError(f"host {self.host.address}: {args[0]} failed: {(err or [f'exit {r.returncode}'])[-1][:300]}")
+        return json.loads(r.stdout or b"null")
+
+    def close(self) -> None:
+        """End the master connection (ssh -O exit); quiet if there is none."""
+        try:
+            subprocess.run([*self.argv()[:-1], "-O", "exit", self.host.login], capture_output=True, timeout=10,
+                           env=self.env, **quiet_group())
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
+
+def check_host(ssh: Ssh) -> str | None:
+    """None when the host can be driven; else one sentence naming it and what to fix."""
+    h = ssh.host
+    r = ssh.run(["true"], sudo=False, timeout=20)
+    if r.returncode == 255:
+        err = r.stderr.decode(errors="replace").strip()
+        if "Permission denied" in err or "publickey" in err:
+            return (f"host {h.address} refuses the key for {h.user} ({err.splitlines()[-1][:160]}); add the public key "
+                    f"to ~{h.user}/.ssh/authorized_keys there, or pass the right one with --ssh-key")
+        if "Host key verification failed" in err or "REMOTE HOST IDENTIFICATION HAS CHANGED" in err:
+            return (f"host {h.address} presents a host key that differs from the one in known_hosts; check the host, "
+                    f"then remove its old line (ssh-keygen -R {h.address})")
+        return (f"host {h.address} cannot be reached on port {h.port} ({(err.splitlines() or ['no answer'])[-1][:160]}); "
+                f"check the address, that sshd runs there, and the network between")
+    if r.returncode != 0:
+        return f"host {h.address}: `true` over ssh exited {r.returncode}; check the login shell of {h.user} there"
+    if h.user != "root":
+        r = ssh.run(["true"], timeout=20)
+        if r.returncode != 0:
+            return (f"host {h.address}: {h.user} cannot run commands as root without a password (sudo -n true failed: "
+                    f"{r.stderr.decode(errors='replace').strip()[:120]}); log in as root or give {h.user} "
+                    f"passwordless sudo there")
+    r = ssh.run(["python3", "-c", "import sys; assert sys.version_info >= (3, 8)"], timeout=20)
+    if r.returncode != 0:
+        return f"host {h.address} has no Python 3.8 or newer (the helper needs it); install python3 there"
+    return None
+
+
+# What each server kind needs on a host: (a check, run by sh, that succeeds when present; Debian packages)
+NEEDS = {
+    "etcd": ("command -v etcd", ["etcd-server"]),
+    "zookeeper": ("command -v java && test -f /usr/share/java/zookeeper.jar && test -f /usr/share/java/slf4j-simple.jar",
+                  ["zookeeper", "libslf4j-java", "default-jre-headless"]),
+    "faketime": (f"test -f {FAKETIME_LIB}", ["libfaketime"]),
+    "iptables": ("command -v iptables", ["iptables"]),
+}
+
+
+def install(ssh: Ssh, needs: Iterable[str]) -> list[str]:
+    """Install the Debian packages for what the host lacks; the packages installed."""
+    missing: list[str] = []
+    for what in needs:
+        check, packages = NEEDS[what]
+        if ssh.run(["sh", "-c", check]).returncode != 0:
+            missing += [p for p in packages if p not in missing]
+    if not missing:
+        return []
+    if ssh.run(["sh", "-c", "command -v apt-get"]).returncode != 0:
+        raise MissingDependency(f"host {ssh.host.address} lacks {', '.join(missing)} and has no apt-get to install them; "
+                                f"install them there (they are Debian's package names)")
+    r = ssh.run(["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "-q", "--no-install-recommends",
+                 *missing], timeout=900)
+    if r.returncode != 0:
+        raise MissingDependency(f"host {ssh.host.address}: apt-get install {' '.join(missing)} failed: "
+                                f"{r.stderr.decode(errors='replace').strip()[-200:]}")
+    return missing
+
+
+def valkey_on(ssh: Ssh) -> str | None:
+    """A Redis-compatible server already on the host (valkey-server or redis-server), or None."""
+    r = ssh.run(["sh", "-c", "command -v valkey-server || command -v redis-server"], sudo=False)
+    path = r.stdout.decode().strip().splitlines()
+    return path[0] if r.returncode == 0 and path else None
+
+
+def timewarp_source() -> bytes:
+    """timewarp.py as a host runs it: without chaoslock's package around it."""
+    text = TIMEWARP.read_text()
+    shim = "class NemesisError(Exception):\n    pass\n"
+    return text.replace("from harness.errors import NemesisError\n", shim, 1).encode()
+
+
+class SshCluster(ServerCluster):
+    """Cluster, ProcessControl, ClockControl and NetworkControl on remote hosts. The lock
+    servers go one per host, in order (more servers than hosts share them, 100 ports up);
+    the store goes on the first host."""
+
+    NOT_READY = "{names} did not become ready within {timeout:.0f}s on the hosts; see the server logs in {logs}"
+
+    def __init__(self, run_id: str, groups: Sequence[Group], hosts: Sequence[Host], *, clients: int,
+                 log_dir: str | os.PathLike | None = None, ready_timeout: float = 60.0):
+        super().__init__(run_id, groups, clients=clients, log_dir=log_dir, ready_timeout=ready_timeout)
+        self.fallback_reason: str | None = None
+        self.hosts = list(hosts)
+        self.client_netns = [None]  # the clients run here, in this machine's own network
+        self.n_clients = 1
+        self._ssh = {h.name: Ssh(h, self.dir / "ssh", run_id) for h in self.hosts}
+        self._where: dict[str, Host] = {}
+        self._pids: dict[str, int] = {}
+        self._paused: set[str] = set()
+        self._touched: list[Host] = []  # hosts the helper reached (down() cleans these)
+        self._binaries: dict[str, str] = {}
+        lock = [n for g in self.groups if g.role == "lock" for n in g.names]
+        slots: dict[str, int] = {}
+        for g in self.groups:
+            for i, name in enumerate(g.names, 1):
+                host = self.hosts[lock.index(name) % len(self.hosts)] if g.role == "lock" else self.hosts[0]
+                slot = slots.get(host.name, 0)
+                slots[host.name] = slot + 1
+                here = f"{BASE}/{run_id}/{name}"
+                self._where[name], self._kinds[name] = host, g.kind
+                self._nodes[name] = Node(name=name, kind=g.kind.name, role=g.role, host=host.address,
+                                         port=g.kind.default_port + PORT_STEP * slot,
+                                         peer_port=PEER_PORT + PORT_STEP * slot, election_port=ELECTION_PORT + PORT_STEP * slot,
+                                         data_dir=here, log_path=str(self.log_dir / f"{name}.log"),
+                                         clock_file=f"{here}.faketime" if g.fake_clock else None, ordinal=i)
+        self._shared = sorted({h.address for n, h in self._where.items() if self._nodes[n].role == "lock"
+                               and sum(self._where[m] == h and self._nodes[m].role == "lock" for m in self._where) > 1})
+
+    # -- Cluster ----------------------------------------------------------------------------
+    def client(self, index: int) -> ClientPlace:
+        return ClientPlace(netns=None, nodes=tuple(self.lock_nodes()))
+
+    def up(self) -> None:
+        """Check every host, then install, ship the helper, start the servers and wait until
+        each group serves. A host that cannot be driven stops the run before anything starts."""
+        try:
+            make_state_root()
+            self.dir.mkdir()
+            self._created = True
+            (self.dir / "ssh").mkdir(mode=0o700)
+            self._write_state()
+            problems = [p for p in (check_host(self._ssh[h.name]) for h in self.hosts) if p]
+            if problems:
+                raise MissingDependency(problems[0] + (f" (and {len(problems) - 1} more host(s) like it)"
+                                                       if len(problems) > 1 else ""))
+            for h in self.hosts:
+                self._prepare_host(h)
+            for g in self.groups:
+                peers = [self._nodes[n] for n in g.names]
+                for node in peers:
+                    self._prepare_node(node, peers)
+                    self._spawn(node)
+            self._write_state()
+            self._wait_ready()
+        except BaseException:
+            self.down()
+            raise
+
+    def _prepare_host(self, h: Host) -> None:
+        ssh = self._ssh[h.name]
+        kinds = {self._kinds[n].name for n, where in self._where.items() if where == h}
+        needs = [k for k in kinds if k in NEEDS] + ["iptables"]
+        if any(self._nodes[n].clock_file for n, where in self._where.items() if where == h):
+            needs.append("faketime")
+        install(ssh, needs)
+        r = ssh.run(["sh", "-c", f"mkdir -p -m 700 {BASE}/{self.run_id} && cat > {BASE}/{self.run_id}/ssh_helper.py"],
+                    input=HELPER.read_bytes())
+        if r.returncode != 0:
+            raise ClusterError(f"host {h.address}: cannot write {BASE}/{self.run_id}: "
+                               f"{r.stderr.decode(errors='replace').strip()[:200]}")
+        self._touched.append(h)
+        self._write_state()
+        ssh.helper(self.run_id, "put", "timewarp.py", "644", input=timewarp_source())
+        if "valkey" in kinds:
+            found = valkey_on(ssh)
+            if found is None:
+                from harness.cluster.valkey import valkey_binary
+
+                ssh.helper(self.run_id, "put", "bin/valkey-server", "755", input=Path(valkey_binary()).read_bytes(),
+                           timeout=300)
+                found = f"{BASE}/{self.run_id}/bin/valkey-server"
+            self._binaries[h.name] = found
+
+    def _prepare_node(self, node: Node, peers: Sequence[Node]) -> None:
+        """The node's data dir, configs and clock file, written on its host."""
+        ssh, rel = self._ssh[self._where[node.name].name], node.name
+        ssh.helper(self.run_id, "put", f"{rel}/.chaoslock", "600", input=b"")
+        if node.kind == "zookeeper":
+            from harness.cluster.zookeeper import zoo_cfg
+
+            ssh.helper(self.run_id, "put", f"{rel}/myid", "644", input=f"{node.ordinal}\n".encode())
+            ssh.helper(self.run_id, "put", f"{rel}/zoo.cfg", "644", input=zoo_cfg(node, peers).encode())
+        if node.clock_file:
+            ssh.helper(self.run_id, "put", f"{rel}.faketime", "644", input=b"+0\n")
+
+    def _spawn(self, node: Node) -> None:
+        host, kind = self._where[node.name], self._kinds[node.name]
+        binary = {"valkey": self._binaries.get(host.name), "etcd": "etcd", "zookeeper": "java"}[node.kind]
+        argv = kind.argv(node, [n for n in self.nodes if n.kind == node.kind], binary=binary)
+        env = dict(kind.env(node))
+        if node.clock_file:
+            env.update(LD_PRELOAD=FAKETIME_LIB, FAKETIME_TIMESTAMP_FILE=node.clock_file, FAKETIME_NO_CACHE="1")
+        pid = self._ssh[host.name].helper(self.run_id, "start", node.name, node.name, json.dumps(env), json.dumps(argv))
+        self._pids[node.name] = int(pid)
+
+    def _check_alive(self, node: Node) -> None:
+        pid = self._pids.get(node.name)
+        if pid and not self._ssh[self._where[node.name].name].helper(self.run_id, "alive", pid):
+            raise ClusterError(f"{node.name} ({node.kind}) on {node.host} exited during start; its log ends: "
+                               f"{self.log_tail(node.name)[-300:].strip()}")
+
+    def log_tail(self, name: str, n: int = 2000) -> str:
+        ssh = self._ssh[self._where[name].name]
+        try:
+            size = int(ssh.helper(self.run_id, "size", f"{name}.log"))
+            return ssh.helper(self.run_id, "read", f"{name}.log", max(0, size - n))
+        except (ClusterError, ValueError):
+            return ""
+
+    def down(self) -> None:
+        """Copy the server logs here, then remove everything the run made on every host it
+        reached, and the local state dir. Idempotent, never raises; Ctrl-C cannot cut it short."""
+        with shielded("stopping the servers on the hosts"):
+            self._down()
+
+    def _down(self) -> None:
+        if self._touched:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+        for h in self._touched:
+            ssh = self._ssh[h.name]
+            for name in [n for n, where in self._where.items() if where == h]:
+                try:
+                    text = ssh.helper(self.run_id, "read", f"{name}.log", 0, timeout=60)
+                    (self.log_dir / f"{name}.log").write_text(text)
+                except (ClusterError, OSError, ValueError):
+                    pass
+            try:
+                ssh.helper(self.run_id, "down", timeout=60)
+            except (ClusterError, MissingDependency):
+                pass
+        self._touched = []
+        for ssh in self._ssh.values():
+            ssh.close()
+        if self._created:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            try:
+                self.dir.parent.rmdir()
+            except OSError:
+                pass
+            self._created = False
+
+    # -- ProcessControl ---------------------------------------------------------------------
+    def _helper_for(self, name: str, *args: Any) -> Any:
+        return self._ssh[self._where[self.node(name).name].name].helper(self.run_id, *args)
+
+    def pids(self, name: str) -> list[int]:
+        pid = self._pids.get(self.node(name).name)
+        return [pid] if pid else []
+
+    def pause(self, name: str) -> None:
+        self._helper_for(name, "signal", self._pids[name], "SIGSTOP")
+        self._paused.add(name)
+
+    def resume(self, name: str) -> None:
+        self._helper_for(name, "signal", self._pids[name], "SIGCONT")
+        self._paused.discard(name)
+
+    def kill(self, name: str) -> None:
+        pid = self._pids.pop(self.node(name).name, None)
+        if pid:
+            self._helper_for(name, "signal", pid, "SIGKILL")
+        self._paused.discard(name)
+
+    def restart(self, name: str, *, wipe: bool = False) -> None:
+        node = self.node(name)
+        if self._pids.get(name):
+            self.kill(name)
+        if wipe:
+            self._helper_for(name, "wipe", name)
+        self._prepare_node(node, [n for n in self.nodes if n.kind == node.kind])
+        self._spawn(node)
+        kind = self._kinds[name]
+        deadline = time.monotonic() + self.ready_timeout
+        while not kind.node_ready(node):
+            self._check_alive(node)
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{name} did not answer within {self.ready_timeout:.0f}s after restart")
+            time.sleep(0.1)
+        if self._clock_offsets.get(name) and not node.clock_file:
+            self.set_clock(name, self._clock_offsets[name])  # the vDSO patch died with the process
+
+    # -- ClockControl -----------------------------------------------------------------------
+    def movable_clocks(self) -> list[str]:
+        return [n.name for n in self.nodes if n.clock_file or n.kind in ("etcd", "zookeeper")]
+
+    def set_clock(self, name: str, offset_s: float, rate: float = 1.0) -> None:
+        node = self.node(name)
+        self._clock_offsets[node.name] = offset_s
+        if node.clock_file:
+            self._helper_for(name, "put", f"{node.name}.faketime", "644", input=f"{offset_s:+.3f}\n".encode())
+        elif node.kind in ("etcd", "zookeeper"):
+            self._helper_for(name, "clock", self._pids[node.name], offset_s)
+        else:
+            raise BadArgument(f"{name} ({node.kind}) runs without libfaketime, so its clock cannot be moved")
+
+    def read_clock_offset(self, name: str) -> float:
+        node = self.node(name)
+        if node.kind != "zookeeper":
+            return super().read_clock_offset(name)
+        from harness.cluster.zookeeper import read_clock_from
+
+        ssh = self._ssh[self._where[node.name].name]
+        log = f"{node.name}.log"
+        before = time.time()
+        server = read_clock_from(node, lambda: int(ssh.helper(self.run_id, "size", log)),
+                                 lambda offset: ssh.helper(self.run_id, "read", log, offset))
+        return server - (before + time.time()) / 2
+
+    # -- NetworkControl ---------------------------------------------------------------------
+    def partition(self, grudge: Mapping[str, Iterable[str]]) -> None:
+        """Cut each pair both ways, by address, on the hosts; replaces the previous cut."""
+        clients = sorted(a for a in grudge if a not in self._nodes)
+        if clients:
+            raise BadArgument(f"the ssh provider runs the clients on this machine, so {clients[0]} cannot be cut alone; "
+                              f"partition the servers (nemesis partition) instead")
+        if self._shared:
+            raise BadArgument(f"host {self._shared[0]} runs more than one lock server, and a cut by address would cut them "
+                              f"together; give --hosts one host per lock server")
+        cut: dict[str, set[str]] = {h.name: set() for h in self.hosts}
+        for a, hated in grudge.items():
+            for b in hated:
+                if b in self._nodes and a != b:
+                    cut[self._where[a].name].add(self._nodes[b].host)
+                    cut[self._where[b].name].add(self._nodes[a].host)
+        for h in self.hosts:
+            self._ssh[h.name].helper(self.run_id, "cut", ",".join(sorted(cut[h.name])))
+
+    def heal(self) -> None:
+        for h in self.hosts:
+            self._ssh[h.name].helper(self.run_id, "heal")
+
+    def reaches(self, src: str, dst: str) -> bool:
+        target = self.node(dst)
+        if src not in self._nodes:  # a client: this machine
+            import socket
+
+            try:
+                socket.create_connection((target.host, target.port), timeout=0.3).close()
+                return True
+            except OSError:
+                return False
+        return bool(self._helper_for(src, "probe", target.host, target.port))
+
+    # -- state for `chaos cluster status/down` ----------------------------------------------
+    def _write_state(self) -> None:
+        state = {"run_id": self.run_id, "provider": "ssh", "created": time.time(), "dir": str(self.dir),
+                 "owner": os.environ.get("CHAOSLOCK_OWNER"), "owner_pid": os.getpid(),
+                 "nodes": [n.to_dict() for n in self.nodes], "pids": dict(self._pids),
+                 "hosts": [h.to_dict() for h in self.hosts], "touched": [h.name for h in self._touched]}
+        (self.dir / "state.json").write_text(json.dumps(state, indent=1))
+
+
+def remove_run(run_id: str, state: Mapping[str, Any]) -> list[str]:
+    """`chaos cluster down` of an ssh run: the helper's `down` on every host its state names
+    (the helper it shipped is still there, unless the host was cleaned already)."""
+    check_run_id(run_id)
+    done = []
+    control = Path(state.get("dir") or ".") / "ssh"
+    for d in state.get("hosts") or []:
+        try:
+            h = Host(**{k: d.get(k) for k in Host.__slots__ if k in d})
+        except TypeError:
+            continue
+        ssh = Ssh(h, control if control.is_dir() else Path("/tmp"), run_id)
+        try:
+            r = ssh.run(["sh", "-c", f"test -f {BASE}/{run_id}/ssh_helper.py"], timeout=20)
+            if r.returncode == 0:
+                done += [f"{what} on {h.address}" for what in ssh.helper(run_id, "down", timeout=60)]
+        except (ClusterError, MissingDependency) as e:
+            done.append(f"could not reach {h.address} to clean run {run_id} ({e}); run `chaos cluster down --all` again "
+                        f"once it answers")
+        ssh.close()
+    return done
+
+
+def make_ssh_cluster(spec: Any, run_id: str, log_dir: Path, groups: Sequence[Group]) -> SshCluster:
+    return SshCluster(run_id, groups, parse_hosts(spec.ssh), clients=spec.concurrency, log_dir=log_dir)
+
+
+def preflight(spec: Any) -> None:
+    """What an ssh run needs here, checked before its run dir exists (the hosts themselves
+    are checked by `up`, before anything starts on any of them)."""
+    if spec.netns is False or spec.base_port is not None:
+        raise BadArgument("--no-netns and --base-port are local-provider settings; the ssh provider runs each server "
+                          "on its host at that host's address")
+    if "partition-client" in spec.nemesis:
+        raise BadArgument("partition-client cuts one client from the servers, but the ssh provider runs the clients "
+                          "on this machine; use partition (between the servers)")
+    parse_hosts(spec.ssh)
+    if shutil.which("ssh") is None:
+        raise MissingDependency("the OpenSSH client (ssh) is not installed; run `make install` (apt package openssh-client)")
