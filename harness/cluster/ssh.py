@@ -111,7 +111,7 @@ def read_hosts_file(path: str) -> list[str]:
 class Ssh:
     """Commands on one host through one reused master connection."""
 
-    def __init__(self, host: Host, control_dir: Path, run_id: str):
+    def __init__(self, host: Host, control_dir: Path | None, run_id: str):
         self.host = host
         self.control_dir = control_dir
         # ssh and its master connection carry the run id, as the servers do, so
@@ -121,8 +121,11 @@ class Ssh:
     def argv(self) -> list[str]:
         h = self.host
         opts = ["-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "ServerAliveInterval=5",
-                "-o", "ControlMaster=auto", "-o", f"ControlPath={self.control_dir}/%C", "-o", "ControlPersist=30",
                 "-o", "StrictHostKeyChecking=accept-new", "-o", "LogLevel=ERROR", "-p", str(h.port)]
+        if self.control_dir is None:  # one-off connections (the checks before a run has a state dir)
+            opts += ["-o", "ControlMaster=no", "-o", "ControlPath=none"]
+        else:
+            opts += ["-o", "ControlMaster=auto", "-o", f"ControlPath={self.control_dir}/%C", "-o", "ControlPersist=30"]
         if h.key:
             opts += ["-i", h.key, "-o", "IdentitiesOnly=yes"]
         if h.known_hosts:
@@ -155,6 +158,8 @@ class Ssh:
 
     def close(self) -> None:
         """End the master connection (ssh -O exit); quiet if there is none."""
+        if self.control_dir is None:
+            return
         try:
             subprocess.run([*self.argv()[:-1], "-O", "exit", self.host.login], capture_output=True, timeout=10,
                            env=self.env, **quiet_group())
@@ -220,9 +225,11 @@ def install(ssh: Ssh, needs: Iterable[str]) -> list[str]:
     return missing
 
 
-def valkey_on(ssh: Ssh) -> str | None:
-    """A Redis-compatible server already on the host (valkey-server or redis-server), or None."""
-    r = ssh.run(["sh", "-c", "command -v valkey-server || command -v redis-server"], sudo=False)
+def valkey_on(ssh: Ssh, *, faked: bool) -> str | None:
+    """A Redis-compatible server already on the host, or None: valkey-server, or redis-server
+    unless its clock is to be faked (Debian's redis-server, built with jemalloc, dies at
+    start under libfaketime)."""
+    r = ssh.run(["sh", "-c", "command -v valkey-server" + ("" if faked else " || command -v redis-server")], sudo=False)
     path = r.stdout.decode().strip().splitlines()
     return path[0] if r.returncode == 0 and path else None
 
@@ -276,18 +283,14 @@ class SshCluster(ServerCluster):
         return ClientPlace(netns=None, nodes=tuple(self.lock_nodes()))
 
     def up(self) -> None:
-        """Check every host, then install, ship the helper, start the servers and wait until
-        each group serves. A host that cannot be driven stops the run before anything starts."""
+        """Install what the hosts lack, ship the helper, start the servers and wait until each
+        group serves (preflight has checked every host can be driven). On failure, clean up and raise."""
         try:
             make_state_root()
             self.dir.mkdir()
             self._created = True
             (self.dir / "ssh").mkdir(mode=0o700)
             self._write_state()
-            problems = [p for p in (check_host(self._ssh[h.name]) for h in self.hosts) if p]
-            if problems:
-                raise MissingDependency(problems[0] + (f" (and {len(problems) - 1} more host(s) like it)"
-                                                       if len(problems) > 1 else ""))
             for h in self.hosts:
                 self._prepare_host(h)
             for g in self.groups:
@@ -308,16 +311,16 @@ class SshCluster(ServerCluster):
         if any(self._nodes[n].clock_file for n, where in self._where.items() if where == h):
             needs.append("faketime")
         install(ssh, needs)
+        self._touched.append(h)  # recorded first: a run killed from here on is cleaned on this host
+        self._write_state()
         r = ssh.run(["sh", "-c", f"mkdir -p -m 700 {BASE}/{self.run_id} && cat > {BASE}/{self.run_id}/ssh_helper.py"],
                     input=HELPER.read_bytes())
         if r.returncode != 0:
             raise ClusterError(f"host {h.address}: cannot write {BASE}/{self.run_id}: "
                                f"{r.stderr.decode(errors='replace').strip()[:200]}")
-        self._touched.append(h)
-        self._write_state()
         ssh.helper(self.run_id, "put", "timewarp.py", "644", input=timewarp_source())
         if "valkey" in kinds:
-            found = valkey_on(ssh)
+            found = valkey_on(ssh, faked="faketime" in needs)
             if found is None:
                 from harness.cluster.valkey import valkey_binary
 
@@ -329,7 +332,7 @@ class SshCluster(ServerCluster):
     def _prepare_node(self, node: Node, peers: Sequence[Node]) -> None:
         """The node's data dir, configs and clock file, written on its host."""
         ssh, rel = self._ssh[self._where[node.name].name], node.name
-        ssh.helper(self.run_id, "put", f"{rel}/.chaoslock", "600", input=b"")
+        ssh.helper(self.run_id, "mkdir", rel)
         if node.kind == "zookeeper":
             from harness.cluster.zookeeper import zoo_cfg
 
@@ -541,6 +544,19 @@ def preflight(spec: Any) -> None:
     if "partition-client" in spec.nemesis:
         raise BadArgument("partition-client cuts one client from the servers, but the ssh provider runs the clients "
                           "on this machine; use partition (between the servers)")
-    parse_hosts(spec.ssh)
+    hosts = parse_hosts(spec.ssh)
     if shutil.which("ssh") is None:
         raise MissingDependency("the OpenSSH client (ssh) is not installed; run `make install` (apt package openssh-client)")
+    check_hosts(hosts)
+
+
+def check_hosts(hosts: Sequence[Host]) -> None:
+    """Every host answers, takes the key, runs commands as root and has Python 3; else a
+    MissingDependency with the first host's sentence (nothing has been started anywhere)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(16, len(hosts))) as pool:  # an unreachable host costs its timeout once
+        problems = [p for p in pool.map(lambda h: check_host(Ssh(h, None, "000000")), hosts) if p]
+    if problems:
+        raise MissingDependency(problems[0] + (f" (and {len(problems) - 1} more host(s) with a problem)"
+                                               if len(problems) > 1 else ""))

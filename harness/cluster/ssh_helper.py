@@ -13,6 +13,7 @@ and exit status 3.
     signal PID SIG                      SIGSTOP/SIGCONT/SIGKILL/SIGTERM its process group (ours only)
     alive PID                           whether it still runs (not a zombie)
     put PATH MODE                       write stdin to PATH (inside DIR), atomically
+    mkdir NAME                          the data dir DIR/NAME (0700), if missing
     wipe NAME                           empty the data dir DIR/NAME
     read PATH OFFSET                    the bytes of PATH (inside DIR) from OFFSET, as text
     size PATH                           its size (0 if missing)
@@ -61,9 +62,14 @@ def inside(run: str, path: str) -> str:
 
 
 def ours(run: str, pid: int) -> bool:
+    """Started for this run: CHAOSLOCK_RUN in its environment, or (valkey, which overwrites
+    its environment with its process title) chaos-run=RUN_ID in its title."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
-            return f"{RUN_ENV}={run}".encode() in f.read().split(b"\0")
+            if f"{RUN_ENV}={run}".encode() in f.read().split(b"\0"):
+                return True
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f"chaos-run={run}".encode() in f.read()
     except OSError:
         return False
 
@@ -131,6 +137,12 @@ def cmd_put(run: str, path: str, mode: str) -> int:
     os.chmod(tmp, int(mode, 8))
     os.replace(tmp, full)
     return len(data)
+
+
+def cmd_mkdir(run: str, name: str) -> bool:
+    """A node's data dir, private (etcd wants 0700), if it is not there yet."""
+    os.makedirs(inside(run, name), mode=0o700, exist_ok=True)
+    return True
 
 
 def cmd_wipe(run: str, name: str) -> bool:
@@ -253,7 +265,7 @@ def cmd_runs(run: str) -> list[str]:
 
 
 COMMANDS = {"start": cmd_start, "signal": cmd_signal, "alive": lambda run, pid: state(int(pid)) not in (None, "Z"),
-            "put": cmd_put, "wipe": cmd_wipe, "read": cmd_read, "size": cmd_size, "cut": cmd_cut, "heal": cmd_heal,
+            "put": cmd_put, "mkdir": cmd_mkdir, "wipe": cmd_wipe, "read": cmd_read, "size": cmd_size, "cut": cmd_cut, "heal": cmd_heal,
             "probe": cmd_probe, "clock": cmd_clock, "down": cmd_down, "runs": cmd_runs}
 
 
@@ -265,7 +277,7 @@ def main(argv: list[str]) -> int:
     try:
         if command not in ("runs",) and run == "-":
             raise Refused("this command needs a run id")
-        if command in ("start", "put"):
+        if command in ("start", "put", "mkdir"):
             os.makedirs(run_dir(run), mode=0o700, exist_ok=True)
         out = COMMANDS[command](run, *argv[2:])
     except (Refused, OSError, ValueError, TypeError) as e:

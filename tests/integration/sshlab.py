@@ -94,7 +94,7 @@ class SshLab:
                                       start_new_session=True)
         deadline = time.monotonic() + 20
         for h in self.hosts:
-            while sh("ip", "netns", "exec", h.netns, "sh", "-c", f"exec 3<>/dev/tcp/{h.address}/22", check=False).returncode:
+            while sh("ip", "netns", "exec", h.netns, "bash", "-c", f"exec 3<>/dev/tcp/{h.address}/22", check=False).returncode:
                 if h.sshd.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"sshd on {h.address} did not start: {(self.tmp / f'sshd_{h.name}.log').read_text()}")
                 time.sleep(0.1)
@@ -141,6 +141,31 @@ def lab_leftovers(lab: SshLab) -> list[str]:
     for h in lab.hosts:
         r = lab.on(h, "iptables -w -S | grep -i chaoslock; ls /dev/shm/chaoslock-ssh 2>/dev/null")
         out += [f"{h.name}: {line}" for line in r.stdout.splitlines() if line.strip()]
-    ps = sh("sh", "-c", "grep -l CHAOSLOCK_RUN /proc/[0-9]*/environ 2>/dev/null || true").stdout.split()
-    out += [f"process {p.split('/')[2]}" for p in ps if p.split("/")[2] != str(os.getpid())]
+    ps = sh("sh", "-c", "grep -l CHAOSLOCK_RUN /proc/[0-9]*/environ 2>/dev/null; "
+                        "grep -l chaos-run= /proc/[0-9]*/cmdline 2>/dev/null; true").stdout.split()
+    out += sorted({f"process {p.split('/')[2]}" for p in ps if p.split("/")[2] != str(os.getpid())})
     return out
+
+
+def main(argv: list[str]) -> int:
+    """python -m tests.integration.sshlab N CMD...: N lab hosts up, CMD run with the lab's
+    --cluster ssh flags appended, the lab down; CMD's exit status (the nightly workflow's
+    ssh job, and a by-hand try of the provider)."""
+    import sys
+    import tempfile
+
+    if len(argv) < 2 or not argv[0].isdigit():
+        print("usage: python -m tests.integration.sshlab N CMD [ARGS...]", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="chaoslock-sshlab-") as tmp:
+        lab = SshLab(int(argv[0]), Path(tmp)).up()
+        try:
+            return subprocess.run([*argv[1:], *lab.flags()]).returncode
+        finally:
+            lab.down()
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))
