@@ -36,7 +36,7 @@ import threading
 import time
 from typing import Any
 
-from harness.cluster.base import ClockControl
+from harness.cluster.base import ClockControl, SetsClocksTogether
 from harness.errors import BadArgument
 from harness.options import Option, read
 from harness.history import Op
@@ -93,6 +93,7 @@ class ClockSkew:
         self._common(ctx)
 
     def _common(self, ctx: NemesisContext) -> None:
+        self._together = isinstance(self.cluster, SetsClocksTogether)
         opts = ctx.spec.options
         _, mode_opt, jitter, strobe, drift = self.OPTIONS
         mode = read(opts, mode_opt)
@@ -142,9 +143,15 @@ class ClockSkew:
         return complete(op, "info" if bad else "ok", value=dict(op.value, measured=measured),
                         error=f"clock did not drift as asked on {', '.join(bad)}" if bad else None)
 
+    def _set_all(self, offsets: dict[str, float]) -> None:
+        if self._together:
+            self.cluster.set_clocks(offsets)
+        else:
+            for n, off in offsets.items():
+                self.cluster.set_clock(n, off)
+
     def _set(self, op: Op, wanted: dict[str, float]) -> Op:
-        for n, off in wanted.items():
-            self.cluster.set_clock(n, off)
+        self._set_all(wanted)
         measured, bad = self._verify(wanted)
         if bad:
             unread = [n for n in bad if measured[n] is None]
@@ -161,8 +168,7 @@ class ClockSkew:
         def loop() -> None:
             i = 0
             while not self._stop.is_set():
-                for n, off in offsets_at(i).items():
-                    self.cluster.set_clock(n, off)
+                self._set_all(offsets_at(i))
                 i += 1
                 self._stop.wait(period)
 

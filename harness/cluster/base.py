@@ -135,6 +135,14 @@ class ClockControl(Protocol):
 
 
 @runtime_checkable
+class SetsClocksTogether(Protocol):
+    """Optional ClockControl capability: move several clocks in one step (a provider whose
+    each set_clock is a network round trip, so a jump lands on every target at once)."""
+
+    def set_clocks(self, offsets: Mapping[str, float]) -> None: ...
+
+
+@runtime_checkable
 class NetworkControl(Protocol):
     """Cutting links between hosts (servers by node name, clients as c1..cN). Only a
     provider that really can cut them implements it."""

@@ -10,7 +10,7 @@ when the user is not root):
              zookeeper, libfaketime, iptables); the valkey binary is copied over when the
              host has no valkey-server or redis-server. Packages stay installed.
   servers    started by the helper in sessions of their own, with CHAOSLOCK_RUN=<run id>
-             in their environment, under BASE/<run id>/ on the host (data, configs, logs);
+             in their environment, under BASE/<host>/<run id>/ on the host (data, configs, logs);
              their logs are copied into the run dir at the end.
   partition  iptables DROP rules in the run's own chain (chaoslock-<run id>) on each
              host, by address: a cut needs one lock server per host. Read back by
@@ -24,7 +24,7 @@ when the user is not root):
 `down` (also after Ctrl-C) and `chaos cluster down --all` (after a SIGKILL, from the run's
 state.json) run the helper's `down` on every host: it stops only processes carrying the
 run id, deletes only the run's chain and the two rules that jump to it, and removes only
-BASE/<run id>.
+BASE/<host>/<run id>.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from harness.cluster.base import ClientPlace, Node, check_run_id
 from harness.cluster.local import FAKETIME_LIB, RUN_ENV, Group, ServerCluster, make_state_root
@@ -51,6 +51,7 @@ BASE = "/dev/shm/chaoslock-ssh"  # the helper's BASE on a host with /dev/shm (ev
 PORT_STEP = 100  # a second server on one host listens 100 ports up
 PEER_PORT, ELECTION_PORT = 2380, 3888
 SSH_TIMEOUT_S = 30.0
+SSH_ENV = "CHAOSLOCK_SSH"  # marks this machine's ssh clients and masters of a run
 HOST = re.compile(r"(?:(?P<user>[a-z_][a-z0-9_.-]{0,31})@)?(?P<addr>[A-Za-z0-9.-]{1,253}|\[[0-9a-fA-F:]+\])(?::(?P<port>\d{1,5}))?")
 
 
@@ -114,9 +115,11 @@ class Ssh:
     def __init__(self, host: Host, control_dir: Path | None, run_id: str):
         self.host = host
         self.control_dir = control_dir
-        # ssh and its master connection carry the run id, as the servers do, so
-        # `chaos cluster down` finds a master that a SIGKILLed run left
-        self.env = {**os.environ, RUN_ENV: run_id}
+        # ssh and its master connection carry the run id (not as CHAOSLOCK_RUN, which the
+        # helper's `down` stops: on a host that is also this machine it would stop its own
+        # ssh), so `chaos cluster down` finds a master that a SIGKILLed run left
+        env = {k: v for k, v in os.environ.items() if k != RUN_ENV}
+        self.env = {**env, SSH_ENV: run_id}
 
     def argv(self) -> list[str]:
         h = self.host
@@ -148,13 +151,26 @@ class Ssh:
             raise ClusterError(f"host {self.host.address}: `{shlex.join(remote)[:80]}` did not finish within "
                                f"{timeout:.0f} s") from None
 
+    def remote_dir(self, run_id: str) -> str:
+        """The run's directory on this host (the helper's DIR)."""
+        return f"{BASE}/{self.host.name}/{run_id}"
+
     def helper(self, run_id: str, *args: Any, input: bytes | None = None, timeout: float = SSH_TIMEOUT_S) -> Any:
         """One helper command; its JSON answer, or a ClusterError with its sentence."""
-        r = self.run(["python3", f"{BASE}/{run_id}/ssh_helper.py", run_id, *map(str, args)], input=input, timeout=timeout)
+        r = self.run(["python3", f"{self.remote_dir(run_id)}/ssh_helper.py", f"{run_id}/{self.host.name}", *map(str, args)],
+                     input=input, timeout=timeout)
         if r.returncode != 0:
             err = r.stderr.decode(errors="replace").strip().splitlines()
             raise ClusterError(f"host {self.host.address}: {args[0]} failed: {(err or [f'exit {r.returncode}'])[-1][:300]}")
         return json.loads(r.stdout or b"null")
+
+    def batch(self, run_id: str, commands: Sequence[Sequence[Any]], timeout: float = SSH_TIMEOUT_S) -> list:
+        """Several helper commands in one round trip (a put's data as bytes, last); their answers."""
+        import base64
+
+        items = [[str(a) if not isinstance(a, bytes) else {"b64": base64.b64encode(a).decode()} for a in c]
+                 for c in commands]
+        return self.helper(run_id, "batch", input=json.dumps(items).encode(), timeout=timeout)
 
     def close(self) -> None:
         """End the master connection (ssh -O exit); quiet if there is none."""
@@ -168,9 +184,13 @@ class Ssh:
 
 
 def check_host(ssh: Ssh) -> str | None:
-    """None when the host can be driven; else one sentence naming it and what to fix."""
+    """None when the host can be driven; else one sentence naming it and what to fix. One
+    round trip: ssh's own exit 255 is the connection or the key; the script's 10 is sudo,
+    11 Python."""
     h = ssh.host
-    r = ssh.run(["true"], sudo=False, timeout=20)
+    sudo = "" if h.user == "root" else "sudo -n true 2>&1 || exit 10; "
+    r = ssh.run(["sh", "-c", sudo + "python3 -c 'import sys; assert sys.version_info >= (3, 8)' || exit 11"],
+                sudo=False, timeout=20)
     if r.returncode == 255:
         err = r.stderr.decode(errors="replace").strip()
         if "Permission denied" in err or "publickey" in err:
@@ -181,17 +201,14 @@ def check_host(ssh: Ssh) -> str | None:
                     f"then remove its old line (ssh-keygen -R {h.address})")
         return (f"host {h.address} cannot be reached on port {h.port} ({(err.splitlines() or ['no answer'])[-1][:160]}); "
                 f"check the address, that sshd runs there, and the network between")
-    if r.returncode != 0:
-        return f"host {h.address}: `true` over ssh exited {r.returncode}; check the login shell of {h.user} there"
-    if h.user != "root":
-        r = ssh.run(["true"], timeout=20)
-        if r.returncode != 0:
-            return (f"host {h.address}: {h.user} cannot run commands as root without a password (sudo -n true failed: "
-                    f"{r.stderr.decode(errors='replace').strip()[:120]}); log in as root or give {h.user} "
-                    f"passwordless sudo there")
-    r = ssh.run(["python3", "-c", "import sys; assert sys.version_info >= (3, 8)"], timeout=20)
-    if r.returncode != 0:
+    if r.returncode == 10:
+        return (f"host {h.address}: {h.user} cannot run commands as root without a password (sudo -n true said: "
+                f"{r.stdout.decode(errors='replace').strip()[:120] or 'no'}); log in as root or give {h.user} "
+                f"passwordless sudo there")
+    if r.returncode == 11:
         return f"host {h.address} has no Python 3.8 or newer (the helper needs it); install python3 there"
+    if r.returncode != 0:
+        return f"host {h.address}: a shell command over ssh exited {r.returncode}; check the login shell of {h.user} there"
     return None
 
 
@@ -205,33 +222,41 @@ NEEDS = {
 }
 
 
-def install(ssh: Ssh, needs: Iterable[str]) -> list[str]:
-    """Install the Debian packages for what the host lacks; the packages installed."""
+def install(ssh: Ssh, lacking: Iterable[str]) -> list[str]:
+    """Install the Debian packages for what the host lacks (names of NEEDS); the packages installed."""
     missing: list[str] = []
-    for what in needs:
-        check, packages = NEEDS[what]
-        if ssh.run(["sh", "-c", check]).returncode != 0:
-            missing += [p for p in packages if p not in missing]
+    for what in lacking:
+        missing += [p for p in NEEDS[what][1] if p not in missing]
     if not missing:
         return []
     if ssh.run(["sh", "-c", "command -v apt-get"]).returncode != 0:
         raise MissingDependency(f"host {ssh.host.address} lacks {', '.join(missing)} and has no apt-get to install them; "
                                 f"install them there (they are Debian's package names)")
-    r = ssh.run(["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "-q", "--no-install-recommends",
-                 *missing], timeout=900)
+    script = ("apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o "
+              f"DPkg::Lock::Timeout=600 install -y -q --no-install-recommends {shlex.join(missing)}")
+    r = ssh.run(["sh", "-c", script], timeout=900)
     if r.returncode != 0:
         raise MissingDependency(f"host {ssh.host.address}: apt-get install {' '.join(missing)} failed: "
                                 f"{r.stderr.decode(errors='replace').strip()[-200:]}")
     return missing
 
 
-def valkey_on(ssh: Ssh, *, faked: bool) -> str | None:
-    """A Redis-compatible server already on the host, or None: valkey-server, or redis-server
-    unless its clock is to be faked (Debian's redis-server, built with jemalloc, dies at
-    start under libfaketime)."""
-    r = ssh.run(["sh", "-c", "command -v valkey-server" + ("" if faked else " || command -v redis-server")], sudo=False)
-    path = r.stdout.decode().strip().splitlines()
-    return path[0] if r.returncode == 0 and path else None
+def survey(ssh: Ssh, run_id: str, needs: Sequence[str], *, faked: bool) -> tuple[list[str], str | None]:
+    """In one round trip: make the run's directory, write the helper into it, and say which
+    of `needs` the host lacks and which Redis-compatible server it has (see valkey_on)."""
+    checks = "".join(f"({NEEDS[w][0]}) >/dev/null 2>&1 || echo lacks {w}; " for w in needs)
+    server = "command -v valkey-server" + ("" if faked else " || command -v redis-server")
+    d = ssh.remote_dir(run_id)
+    script = (f"mkdir -p -m 700 {d} && cat > {d}/ssh_helper.py || exit 3; {checks}"
+              f"echo server $({server})")
+    r = ssh.run(["sh", "-c", script], input=HELPER.read_bytes())
+    if r.returncode != 0:
+        raise ClusterError(f"host {ssh.host.address}: cannot write {d}: "
+                           f"{r.stderr.decode(errors='replace').strip()[:200]}")
+    lines = r.stdout.decode(errors="replace").splitlines()
+    lacking = [line.split()[1] for line in lines if line.startswith("lacks ")]
+    found = next((line.split(maxsplit=1)[1] for line in lines if line.startswith("server ") and len(line.split()) > 1), None)
+    return lacking, found
 
 
 def timewarp_source() -> bytes:
@@ -239,6 +264,21 @@ def timewarp_source() -> bytes:
     text = TIMEWARP.read_text()
     shim = "class NemesisError(Exception):\n    pass\n"
     return text.replace("from harness.errors import NemesisError\n", shim, 1).encode()
+
+
+def on_each(fn: Callable[[Host], Any], hosts: Sequence[Host], *, quiet: bool = False) -> list[Any]:
+    """fn on every host at once (each is a round trip or more); the first error is raised
+    once all have finished, unless quiet (teardown: every host gets its try)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if not hosts:
+        return []
+    with ThreadPoolExecutor(max_workers=min(16, len(hosts))) as pool:
+        futures = [pool.submit(fn, h) for h in hosts]
+    errors = [f.exception() for f in futures if f.exception() is not None]
+    if errors and not quiet:
+        raise errors[0]
+    return [f.result() for f in futures if f.exception() is None]
 
 
 class SshCluster(ServerCluster):
@@ -261,6 +301,7 @@ class SshCluster(ServerCluster):
         self._paused: set[str] = set()
         self._touched: list[Host] = []  # hosts the helper reached (down() cleans these)
         self._binaries: dict[str, str] = {}
+        self._alive_checked: dict[str, float] = {}
         lock = [n for g in self.groups if g.role == "lock" for n in g.names]
         slots: dict[str, int] = {}
         for g in self.groups:
@@ -268,7 +309,7 @@ class SshCluster(ServerCluster):
                 host = self.hosts[lock.index(name) % len(self.hosts)] if g.role == "lock" else self.hosts[0]
                 slot = slots.get(host.name, 0)
                 slots[host.name] = slot + 1
-                here = f"{BASE}/{run_id}/{name}"
+                here = f"{BASE}/{host.name}/{run_id}/{name}"  # valkey's title names the run by this parent
                 self._where[name], self._kinds[name] = host, g.kind
                 self._nodes[name] = Node(name=name, kind=g.kind.name, role=g.role, host=host.address,
                                          port=g.kind.default_port + PORT_STEP * slot,
@@ -290,14 +331,10 @@ class SshCluster(ServerCluster):
             self.dir.mkdir()
             self._created = True
             (self.dir / "ssh").mkdir(mode=0o700)
+            self._touched = list(self.hosts)  # recorded first: a run killed from here on is cleaned on every host
             self._write_state()
-            for h in self.hosts:
-                self._prepare_host(h)
-            for g in self.groups:
-                peers = [self._nodes[n] for n in g.names]
-                for node in peers:
-                    self._prepare_node(node, peers)
-                    self._spawn(node)
+            on_each(self._prepare_host, self.hosts)
+            on_each(self._start_host, self.hosts)
             self._write_state()
             self._wait_ready()
         except BaseException:
@@ -306,52 +343,64 @@ class SshCluster(ServerCluster):
 
     def _prepare_host(self, h: Host) -> None:
         ssh = self._ssh[h.name]
-        kinds = {self._kinds[n].name for n, where in self._where.items() if where == h}
-        needs = [k for k in kinds if k in NEEDS] + ["iptables"]
-        if any(self._nodes[n].clock_file for n, where in self._where.items() if where == h):
-            needs.append("faketime")
-        install(ssh, needs)
-        self._touched.append(h)  # recorded first: a run killed from here on is cleaned on this host
-        self._write_state()
-        r = ssh.run(["sh", "-c", f"mkdir -p -m 700 {BASE}/{self.run_id} && cat > {BASE}/{self.run_id}/ssh_helper.py"],
-                    input=HELPER.read_bytes())
-        if r.returncode != 0:
-            raise ClusterError(f"host {h.address}: cannot write {BASE}/{self.run_id}: "
-                               f"{r.stderr.decode(errors='replace').strip()[:200]}")
-        ssh.helper(self.run_id, "put", "timewarp.py", "644", input=timewarp_source())
+        mine = [n for n, where in self._where.items() if where == h]
+        kinds = {self._kinds[n].name for n in mine}
+        faked = any(self._nodes[n].clock_file for n in mine)
+        needs = [k for k in sorted(kinds) if k in NEEDS] + ["iptables"] + (["faketime"] if faked else [])
+        lacking, found = survey(ssh, self.run_id, needs, faked=faked)
+        install(ssh, lacking)
+        puts = [("put", "timewarp.py", "644", timewarp_source())]
         if "valkey" in kinds:
-            found = valkey_on(ssh, faked="faketime" in needs)
             if found is None:
                 from harness.cluster.valkey import valkey_binary
 
-                ssh.helper(self.run_id, "put", "bin/valkey-server", "755", input=Path(valkey_binary()).read_bytes(),
-                           timeout=300)
-                found = f"{BASE}/{self.run_id}/bin/valkey-server"
+                puts.append(("put", "bin/valkey-server", "755", Path(valkey_binary()).read_bytes()))
+                found = f"{ssh.remote_dir(self.run_id)}/bin/valkey-server"
             self._binaries[h.name] = found
+        ssh.batch(self.run_id, puts, timeout=300)
 
-    def _prepare_node(self, node: Node, peers: Sequence[Node]) -> None:
-        """The node's data dir, configs and clock file, written on its host."""
-        ssh, rel = self._ssh[self._where[node.name].name], node.name
-        ssh.helper(self.run_id, "mkdir", rel)
+    def _start_host(self, h: Host) -> None:
+        """Write each of the host's nodes' files and start them, in one round trip."""
+        mine = [self._nodes[n] for n, where in self._where.items() if where == h]
+        commands: list[tuple] = []
+        for node in mine:
+            commands += self._node_files(node, [p for p in self.nodes if p.kind == node.kind and p.role == node.role])
+            commands.append(self._start_command(node))
+        answers = self._ssh[h.name].batch(self.run_id, commands)
+        starts = iter(a for c, a in zip(commands, answers) if c[0] == "start")
+        for node in mine:
+            self._pids[node.name] = int(next(starts))
+            self._alive_checked[node.name] = time.monotonic()  # a server that answers soon is never asked
+
+    def _node_files(self, node: Node, peers: Sequence[Node]) -> list[tuple]:
+        """Helper commands for the node's data dir, configs and clock file on its host."""
+        rel = node.name
+        out: list[tuple] = [("mkdir", rel)]
         if node.kind == "zookeeper":
             from harness.cluster.zookeeper import zoo_cfg
 
-            ssh.helper(self.run_id, "put", f"{rel}/myid", "644", input=f"{node.ordinal}\n".encode())
-            ssh.helper(self.run_id, "put", f"{rel}/zoo.cfg", "644", input=zoo_cfg(node, peers).encode())
+            out += [("put", f"{rel}/myid", "644", f"{node.ordinal}\n".encode()),
+                    ("put", f"{rel}/zoo.cfg", "644", zoo_cfg(node, peers).encode())]
         if node.clock_file:
-            ssh.helper(self.run_id, "put", f"{rel}.faketime", "644", input=b"+0\n")
+            out.append(("put", f"{rel}.faketime", "644", f"{self._clock_offsets.get(node.name, 0.0):+.3f}\n".encode()))
+        return out
 
-    def _spawn(self, node: Node) -> None:
+    def _start_command(self, node: Node) -> tuple:
         host, kind = self._where[node.name], self._kinds[node.name]
         binary = {"valkey": self._binaries.get(host.name), "etcd": "etcd", "zookeeper": "java"}[node.kind]
         argv = kind.argv(node, [n for n in self.nodes if n.kind == node.kind], binary=binary)
         env = dict(kind.env(node))
         if node.clock_file:
             env.update(LD_PRELOAD=FAKETIME_LIB, FAKETIME_TIMESTAMP_FILE=node.clock_file, FAKETIME_NO_CACHE="1")
-        pid = self._ssh[host.name].helper(self.run_id, "start", node.name, node.name, json.dumps(env), json.dumps(argv))
-        self._pids[node.name] = int(pid)
+        return ("start", node.name, node.name, json.dumps(env), json.dumps(argv))
 
     def _check_alive(self, node: Node) -> None:
+        """Fail fast on a server that died while starting; asked at most every 2 s (a round trip
+        to the host each time), not on every poll of the readiness loop."""
+        now = time.monotonic()
+        if now - self._alive_checked.get(node.name, 0.0) < 2.0:
+            return
+        self._alive_checked[node.name] = now
         pid = self._pids.get(node.name)
         if pid and not self._ssh[self._where[node.name].name].helper(self.run_id, "alive", pid):
             raise ClusterError(f"{node.name} ({node.kind}) on {node.host} exited during start; its log ends: "
@@ -374,18 +423,7 @@ class SshCluster(ServerCluster):
     def _down(self) -> None:
         if self._touched:
             self.log_dir.mkdir(parents=True, exist_ok=True)
-        for h in self._touched:
-            ssh = self._ssh[h.name]
-            for name in [n for n, where in self._where.items() if where == h]:
-                try:
-                    text = ssh.helper(self.run_id, "read", f"{name}.log", 0, timeout=60)
-                    (self.log_dir / f"{name}.log").write_text(text)
-                except (ClusterError, OSError, ValueError):
-                    pass
-            try:
-                ssh.helper(self.run_id, "down", timeout=60)
-            except (ClusterError, MissingDependency):
-                pass
+        on_each(self._down_host, self._touched, quiet=True)
         self._touched = []
         for ssh in self._ssh.values():
             ssh.close()
@@ -397,9 +435,23 @@ class SshCluster(ServerCluster):
                 pass
             self._created = False
 
+    def _down_host(self, h: Host) -> None:
+        """Copy the host's server logs here, then the helper's `down` there."""
+        ssh = self._ssh[h.name]
+        names = [n for n, where in self._where.items() if where == h]
+        try:
+            for name, text in zip(names, ssh.batch(self.run_id, [("read", f"{n}.log", 0) for n in names], timeout=60)):
+                (self.log_dir / f"{name}.log").write_text(text)
+        except (ClusterError, OSError, ValueError):
+            pass
+        try:
+            ssh.helper(self.run_id, "down", timeout=60)
+        except (ClusterError, MissingDependency):
+            pass
+
     # -- ProcessControl ---------------------------------------------------------------------
-    def _helper_for(self, name: str, *args: Any) -> Any:
-        return self._ssh[self._where[self.node(name).name].name].helper(self.run_id, *args)
+    def _helper_for(self, name: str, *args: Any, input: bytes | None = None) -> Any:
+        return self._ssh[self._where[self.node(name).name].name].helper(self.run_id, *args, input=input)
 
     def pids(self, name: str) -> list[int]:
         pid = self._pids.get(self.node(name).name)
@@ -423,10 +475,12 @@ class SshCluster(ServerCluster):
         node = self.node(name)
         if self._pids.get(name):
             self.kill(name)
-        if wipe:
-            self._helper_for(name, "wipe", name)
-        self._prepare_node(node, [n for n in self.nodes if n.kind == node.kind])
-        self._spawn(node)
+        commands = [("wipe", name)] if wipe else []
+        commands += self._node_files(node, [n for n in self.nodes if n.kind == node.kind and n.role == node.role])
+        commands.append(self._start_command(node))
+        answers = self._ssh[self._where[name].name].batch(self.run_id, commands)
+        self._pids[name] = int(answers[-1])
+        self._alive_checked[name] = time.monotonic()
         kind = self._kinds[name]
         deadline = time.monotonic() + self.ready_timeout
         while not kind.node_ready(node):
@@ -450,6 +504,22 @@ class SshCluster(ServerCluster):
             self._helper_for(name, "clock", self._pids[node.name], offset_s)
         else:
             raise BadArgument(f"{name} ({node.kind}) runs without libfaketime, so its clock cannot be moved")
+
+    def set_clocks(self, offsets: Mapping[str, float]) -> None:
+        """Several clocks at once: every host's in parallel, each host's in one round trip."""
+        by_host: dict[str, list[tuple]] = {}
+        for name, off in offsets.items():
+            node = self.node(name)
+            self._clock_offsets[node.name] = off
+            if node.clock_file:
+                command: tuple = ("put", f"{node.name}.faketime", "644", f"{off:+.3f}\n".encode())
+            elif node.kind in ("etcd", "zookeeper"):
+                command = ("clock", self._pids[node.name], off)
+            else:
+                raise BadArgument(f"{name} ({node.kind}) runs without libfaketime, so its clock cannot be moved")
+            by_host.setdefault(self._where[node.name].name, []).append(command)
+        on_each(lambda h: self._ssh[h.name].batch(self.run_id, by_host[h.name]),
+                [h for h in self.hosts if h.name in by_host])
 
     def read_clock_offset(self, name: str) -> float:
         node = self.node(name)
@@ -480,12 +550,10 @@ class SshCluster(ServerCluster):
                 if b in self._nodes and a != b:
                     cut[self._where[a].name].add(self._nodes[b].host)
                     cut[self._where[b].name].add(self._nodes[a].host)
-        for h in self.hosts:
-            self._ssh[h.name].helper(self.run_id, "cut", ",".join(sorted(cut[h.name])))
+        on_each(lambda h: self._ssh[h.name].helper(self.run_id, "cut", ",".join(sorted(cut[h.name]))), self.hosts)
 
     def heal(self) -> None:
-        for h in self.hosts:
-            self._ssh[h.name].helper(self.run_id, "heal")
+        on_each(lambda h: self._ssh[h.name].helper(self.run_id, "heal"), self.hosts)
 
     def reaches(self, src: str, dst: str) -> bool:
         target = self.node(dst)
@@ -521,14 +589,34 @@ def remove_run(run_id: str, state: Mapping[str, Any]) -> list[str]:
             continue
         ssh = Ssh(h, control if control.is_dir() else Path("/tmp"), run_id)
         try:
-            r = ssh.run(["sh", "-c", f"test -f {BASE}/{run_id}/ssh_helper.py"], timeout=20)
+            r = ssh.run(["sh", "-c", f"test -f {ssh.remote_dir(run_id)}/ssh_helper.py"], timeout=20)
             if r.returncode == 0:
                 done += [f"{what} on {h.address}" for what in ssh.helper(run_id, "down", timeout=60)]
         except (ClusterError, MissingDependency) as e:
             done.append(f"could not reach {h.address} to clean run {run_id} ({e}); run `chaos cluster down --all` again "
                         f"once it answers")
         ssh.close()
-    return done
+    return done + [f"ssh process {pid} (run {run_id})" for pid in stop_ssh_processes(run_id)]
+
+
+def stop_ssh_processes(run_id: str) -> list[int]:
+    """SIGTERM this machine's ssh clients and masters of a run (marked with SSH_ENV)."""
+    import signal
+
+    mark = f"{SSH_ENV}={run_id}".encode()
+    gone = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{d}/environ", "rb") as f:
+                if mark not in f.read().split(b"\0"):
+                    continue
+            os.kill(int(d), signal.SIGTERM)
+            gone.append(int(d))
+        except (OSError, ProcessLookupError):
+            pass
+    return gone
 
 
 def make_ssh_cluster(spec: Any, run_id: str, log_dir: Path, groups: Sequence[Group]) -> SshCluster:

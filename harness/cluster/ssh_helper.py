@@ -1,10 +1,11 @@
 """The small program the ssh provider ships to each host and runs there, as root (Python 3,
 standard library only: it must not import chaoslock, which the host does not have).
 
-    python3 ssh_helper.py RUN_ID COMMAND [ARGS...]
+    python3 ssh_helper.py RUN_ID/HOST COMMAND [ARGS...]
 
-Every command touches only what run RUN_ID made on this host: its directory
-BASE/RUN_ID, processes whose environment carries CHAOSLOCK_RUN=RUN_ID, and the iptables
+Every command touches only what run RUN_ID made on this host (HOST: its name in the run,
+h1, h2, ...): its directory DIR = BASE/HOST/RUN_ID (one per host, even where hosts share
+a filesystem), processes whose environment carries CHAOSLOCK_RUN=RUN_ID, and the iptables
 chain named after the run (hooked into INPUT and OUTPUT by two rules that carry the
 chain's name). Output is one JSON value on stdout; a failure is one sentence on stderr
 and exit status 3.
@@ -22,6 +23,7 @@ and exit status 3.
     probe HOST PORT                     whether a TCP connection to HOST:PORT opens (300 ms)
     clock PID OFFSET                    shift the wall clock of PID (timewarp, shipped beside this file)
     down                                stop our processes, remove our chain, our files and DIR
+    batch                               the commands of a JSON list on stdin, in one round trip
     runs                                run ids with a directory on this host
 """
 
@@ -40,6 +42,8 @@ import time
 BASE = "/dev/shm/chaoslock-ssh" if os.path.isdir("/dev/shm") else "/var/tmp/chaoslock-ssh"
 RUN_ENV = "CHAOSLOCK_RUN"
 RUN_ID = re.compile(r"[0-9a-f]{6}")
+WHERE = re.compile(r"(?P<run>[0-9a-f]{6})/(?P<host>h[0-9]{1,3})")
+HOST = "h1"  # set by main from RUN_ID/HOST
 
 
 class Refused(Exception):
@@ -51,7 +55,7 @@ def chain(run: str) -> str:
 
 
 def run_dir(run: str) -> str:
-    return os.path.join(BASE, run)
+    return os.path.join(BASE, HOST, run)
 
 
 def inside(run: str, path: str) -> str:
@@ -127,10 +131,11 @@ def cmd_signal(run: str, pid: str, sig: str) -> bool:
     return True
 
 
-def cmd_put(run: str, path: str, mode: str) -> int:
+def cmd_put(run: str, path: str, mode: str, data: bytes | None = None) -> int:
     full = inside(run, path)
     os.makedirs(os.path.dirname(full), exist_ok=True)
-    data = sys.stdin.buffer.read()
+    if data is None:
+        data = sys.stdin.buffer.read()
     tmp = full + ".tmp"
     with open(tmp, "wb") as f:
         f.write(data)
@@ -250,33 +255,52 @@ def cmd_down(run: str) -> list[str]:
     if os.path.isdir(run_dir(run)):
         shutil.rmtree(run_dir(run), ignore_errors=True)
         done.append(f"dir {run_dir(run)}")
-    try:
-        os.rmdir(BASE)
-    except OSError:
-        pass
+    for d in (os.path.join(BASE, HOST), BASE):
+        try:
+            os.rmdir(d)
+        except OSError:
+            pass
     return done
+
+
+def cmd_batch(run: str) -> list:
+    """Several commands in one round trip: stdin is a JSON list of [COMMAND, ARG...] (a put's
+    data as a last item {"b64": ...}); the answers, in order. The first failure stops it."""
+    import base64
+
+    out = []
+    for item in json.loads(sys.stdin.buffer.read()):
+        command, *args = item
+        if command not in COMMANDS or command in ("batch", "down"):
+            raise Refused(f"{command!r} cannot be batched")
+        if command == "put" and args and isinstance(args[-1], dict):
+            args[-1] = base64.b64decode(args[-1]["b64"])
+        if command in ("start", "put", "mkdir"):
+            os.makedirs(run_dir(run), mode=0o700, exist_ok=True)
+        out.append(COMMANDS[command](run, *args))
+    return out
 
 
 def cmd_runs(run: str) -> list[str]:
     try:
-        return sorted(d for d in os.listdir(BASE) if RUN_ID.fullmatch(d))
+        return sorted(d for d in os.listdir(os.path.join(BASE, HOST)) if RUN_ID.fullmatch(d))
     except FileNotFoundError:
         return []
 
 
 COMMANDS = {"start": cmd_start, "signal": cmd_signal, "alive": lambda run, pid: state(int(pid)) not in (None, "Z"),
             "put": cmd_put, "mkdir": cmd_mkdir, "wipe": cmd_wipe, "read": cmd_read, "size": cmd_size, "cut": cmd_cut, "heal": cmd_heal,
-            "probe": cmd_probe, "clock": cmd_clock, "down": cmd_down, "runs": cmd_runs}
+            "probe": cmd_probe, "clock": cmd_clock, "down": cmd_down, "runs": cmd_runs, "batch": cmd_batch}
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) < 2 or argv[1] not in COMMANDS or not (RUN_ID.fullmatch(argv[0]) or argv[0] == "-"):
-        print("usage: ssh_helper.py RUN_ID COMMAND [ARGS...] (see its docstring)", file=sys.stderr)
+    global HOST
+    where = WHERE.fullmatch(argv[0]) if argv else None
+    if len(argv) < 2 or argv[1] not in COMMANDS or where is None:
+        print("usage: ssh_helper.py RUN_ID/HOST COMMAND [ARGS...] (see its docstring)", file=sys.stderr)
         return 2
-    run, command = argv[0], argv[1]
+    run, command, HOST = where.group("run"), argv[1], where.group("host")
     try:
-        if command not in ("runs",) and run == "-":
-            raise Refused("this command needs a run id")
         if command in ("start", "put", "mkdir"):
             os.makedirs(run_dir(run), mode=0o700, exist_ok=True)
         out = COMMANDS[command](run, *argv[2:])

@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,7 @@ class SshLab:
         self.unreachable = str(self.net.network_address + 200)  # an address of the lab's net with no host
         self._rule: list[str] | None = None
         self._made_run_sshd = False
+        self.keys_dir: Path | None = None
 
     def up(self) -> "SshLab":
         try:
@@ -64,7 +66,11 @@ class SshLab:
         for k in (self.key, self.wrong_key):
             sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "chaoslock-test", "-f", str(k))
         sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.tmp / "host_ed25519"))
-        shutil.copy(f"{self.key}.pub", self.tmp / "authorized_keys")
+        # sshd reads a user's keys as that user: a dir of its own that every user can read
+        self.keys_dir = Path(tempfile.mkdtemp(prefix="chaoslock-sshlab-keys-"))
+        self.keys_dir.chmod(0o755)
+        shutil.copy(f"{self.key}.pub", self.keys_dir / "authorized_keys")
+        (self.keys_dir / "authorized_keys").chmod(0o644)
         if not os.path.isdir("/run/sshd"):  # sshd's privilege separation dir
             os.makedirs("/run/sshd", mode=0o755)
             self._made_run_sshd = True
@@ -86,7 +92,7 @@ class SshLab:
             cfg = self.tmp / f"sshd_{h.name}.conf"
             cfg.write_text("\n".join([
                 f"ListenAddress {h.address}", "Port 22", f"HostKey {self.tmp / 'host_ed25519'}",
-                f"AuthorizedKeysFile {self.tmp / 'authorized_keys'}", "StrictModes no", "UsePAM no",
+                f"AuthorizedKeysFile {self.keys_dir / 'authorized_keys'}", "StrictModes no", "UsePAM no",
                 "PermitRootLogin prohibit-password", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
                 "PidFile none", "MaxSessions 64", "MaxStartups 64:30:128", "LogLevel ERROR", ""]))
             h.sshd = subprocess.Popen(["ip", "netns", "exec", h.netns, SSHD, "-D", "-e", "-f", str(cfg)],
@@ -133,6 +139,9 @@ class SshLab:
         if self._made_run_sshd:
             shutil.rmtree("/run/sshd", ignore_errors=True)
             self._made_run_sshd = False
+        if self.keys_dir is not None:
+            shutil.rmtree(self.keys_dir, ignore_errors=True)
+            self.keys_dir = None
 
 
 def lab_leftovers(lab: SshLab) -> list[str]:
@@ -141,9 +150,17 @@ def lab_leftovers(lab: SshLab) -> list[str]:
     for h in lab.hosts:
         r = lab.on(h, "iptables -w -S | grep -i chaoslock; ls /dev/shm/chaoslock-ssh 2>/dev/null")
         out += [f"{h.name}: {line}" for line in r.stdout.splitlines() if line.strip()]
-    ps = sh("sh", "-c", "grep -l CHAOSLOCK_RUN /proc/[0-9]*/environ 2>/dev/null; "
-                        "grep -l chaos-run= /proc/[0-9]*/cmdline 2>/dev/null; true").stdout.split()
-    out += sorted({f"process {p.split('/')[2]}" for p in ps if p.split("/")[2] != str(os.getpid())})
+    for d in os.listdir("/proc"):  # processes of a run: its id in their environment or title
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            env = Path(f"/proc/{d}/environ").read_bytes()
+            cmd = Path(f"/proc/{d}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"CHAOSLOCK_RUN=" in env or b"chaos-run=" in cmd:
+            shown = cmd.replace(bytes(1), b" ").decode(errors="replace")[:120]
+            out.append(f"process {d}: {shown}")
     return out
 
 

@@ -77,15 +77,16 @@ def test_a_remote_command_is_quoted_for_the_hosts_shell(tmp_path, monkeypatch):
 
 
 def test_the_helper_stays_inside_its_runs_directory():
-    assert H.inside("abc123", "n1/zoo.cfg") == f"{H.BASE}/abc123/n1/zoo.cfg"
+    assert H.inside("abc123", "n1/zoo.cfg") == f"{H.BASE}/{H.HOST}/abc123/n1/zoo.cfg"
     for bad in ("../abc124/x", "/etc/passwd", "n1/../../x"):
         with pytest.raises(H.Refused):
             H.inside("abc123", bad)
 
 
 def test_the_helper_refuses_what_is_not_a_run_id():
-    r = subprocess.run([sys.executable, str(S.HELPER), "../x", "down"], capture_output=True, text=True)
-    assert r.returncode == 2 and "usage" in r.stderr
+    for where in ("../x", "abc123", "abc123/../h1", "abc123/x1"):
+        r = subprocess.run([sys.executable, str(S.HELPER), where, "down"], capture_output=True, text=True)
+        assert r.returncode == 2 and "usage" in r.stderr, where
 
 
 def test_the_shipped_timewarp_needs_nothing_of_chaoslock():
