@@ -57,7 +57,7 @@ def test_redlock_on_five_hosts_breaks_under_clock_jumps_as_it_does_locally(lab, 
 
 def test_etcd_on_three_hosts_stays_safe_through_partitions_cut_on_the_hosts(lab, tmp_path):
     s, _ = _run(lab, tmp_path, 3, "--backend", "etcd", "--nemesis", "partition", "--nemesis-interval", "2",
-                "--time-limit", "10", "--seed", "3")
+                "--time-limit", "8", "--seed", "3")
     assert s["valid"] is True and s["violations"] == 0
     cuts = [o for o in _nemesis(s["run_dir"], "partition") if o["type"] != "invoke"]
     assert cuts and all(o["type"] == "ok" for o in cuts), cuts  # each cut was read back as cut
@@ -65,7 +65,7 @@ def test_etcd_on_three_hosts_stays_safe_through_partitions_cut_on_the_hosts(lab,
 
 def test_zookeeper_on_three_hosts_survives_a_killed_and_a_paused_server(lab, tmp_path):
     s, _ = _run(lab, tmp_path, 3, "--backend", "zookeeper", "--nemesis", "kill,pause", "--nemesis-interval", "2",
-                "--time-limit", "12", "--seed", "1")  # seed 1 plans a kill, then a pause
+                "--time-limit", "10", "--seed", "1")  # seed 1 plans a kill, then a pause
     assert s["valid"] is True and s["violations"] == 0
     for f in ("kill", "pause"):
         done = [o for o in _nemesis(s["run_dir"], f) if o["type"] != "invoke"]
