@@ -22,7 +22,7 @@ chaos: install
 	@$(PY) -m harness run $(DEFAULT_RUN); rc=$$?; [ $$rc -le 1 ] || exit $$rc
 
 test: install compose-harness
-	$(PY) -m pytest -q -p no:cacheprovider --durations=12 tests
+	$(PY) -m pytest -q -p no:cacheprovider --durations=30 tests
 
 unit:
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit

@@ -369,7 +369,7 @@ def _context():
     so a worker always has its runner's environment and directory, and nothing outlives the
     run, also in a process that runs many (pytest, chaos compare)."""
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["harness.worker", "workloads.redis_single", "workloads.redlock", "workloads.etcd",
+    ctx.set_forkserver_preload(["harness.forkserver_guard", "harness.worker", "workloads.redis_single", "workloads.redlock", "workloads.etcd",
                                 "workloads.zookeeper", "workloads.resource"])
     return ctx
 

@@ -60,13 +60,18 @@ def no_leftovers(request):
 
 
 def _fork_servers() -> list[int]:
-    """This process's multiprocessing fork servers (a run stops its own when it ends)."""
+    """Fork servers a finished test may not leave: this process's own (a run stops its own
+    when it ends), and any carrying this session's owner (a `chaos` subprocess's, which
+    must die with it, also when it was SIGKILLed: harness/forkserver_guard.py)."""
     found = []
+    mark = f"CHAOSLOCK_OWNER={OWNER}".encode()
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
+                if b"forkserver" not in (d / "cmdline").read_bytes():
+                    continue
                 if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == os.getpid() \
-                        and b"forkserver" in (d / "cmdline").read_bytes():
+                        or mark in (d / "environ").read_bytes().split(b"\0"):
                     found.append(int(d.name))
             except (OSError, ValueError, IndexError):
                 pass
