@@ -21,8 +21,11 @@ compose-harness: compose
 chaos: install
 	@$(PY) -m harness run $(DEFAULT_RUN); rc=$$?; [ $$rc -le 1 ] || exit $$rc
 
+# The server-free unit tests run on both cores (pytest-xdist); the integration tests, whose
+# runs are timing-sensitive, one at a time.
 test: install compose-harness
-	$(PY) -m pytest -q -p no:cacheprovider --durations=30 tests
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 tests/unit
+	$(PY) -m pytest -q -p no:cacheprovider --durations=30 tests/integration
 
 unit:
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit

