@@ -125,7 +125,9 @@ def test_every_fault_on_every_backend_reaches_the_local_verdict(lab, tmp_path, b
     s, _ = _run(lab, tmp_path, n, "--backend", backend, "--nemesis", fault, "--nemesis-interval", "2",
                 "--time-limit", "15", "--seed", "7")
     done = [o for o in _nemesis(s["run_dir"], {"clock-skew": "clock-bump"}.get(fault, fault)) if o["type"] != "invoke"]
-    assert done and all(o["type"] == "ok" for o in done), done  # each fault applied and read back
+    # applied and read back; a fault that found no target (pause @leader mid-election) failed
+    # cleanly, as on the local provider: never one in doubt
+    assert any(o["type"] == "ok" for o in done) and not [o for o in done if o["type"] == "info"], done
     cause = UNSAFE.get((backend, fault))
     if cause is None:
         assert s["valid"] is True and s["violations"] == 0, s["violations_by_cause"]
