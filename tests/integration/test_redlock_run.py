@@ -43,7 +43,7 @@ def _summary(r) -> dict:
 
 
 def test_no_faults_is_valid(tmp_path):
-    r = chaos("run", "--backend", "redlock", "--nemesis", "none", "--time-limit", "10", "--seed", "3",
+    r = chaos("run", "--backend", "redlock", "--nemesis", "none", "--time-limit", "5", "--seed", "3",
               "--store", str(tmp_path), "--json")
     s = _summary(r)
     assert r.returncode == 0, r.stderr[-2000:]
