@@ -38,7 +38,7 @@ from harness.cluster.base import Node, check_run_id
 from harness.cluster.compose_file import (
     BRIDGE, CLIENT_OFFSET, FAKETIME_LIB, GROUPS, NET, PEER_PORTS, PORTS, PROJECT, RUN_LABEL, TOPOLOGY,
     Server, document, group, image, render)
-from harness.cluster.local import Group, NetnsLinks, ServerCluster, clock_method, make_state_root, set_node_clock
+from harness.cluster.local import Group, NetnsLinks, ServerCluster, clock_method, set_node_clock
 from harness.errors import BadArgument, ClusterError, MissingDependency
 from harness.interrupts import quiet_group, shielded
 
@@ -148,10 +148,7 @@ class ComposeCluster(NetnsLinks, ServerCluster):
             raise MissingDependency(problem)
         self._check_free()
         try:
-            make_state_root()
-            self.dir.mkdir()  # a fresh run id: an existing dir is someone else's
-            self._created = True
-            self._write_state()  # first: `chaos cluster down` removes only dirs with a state file
+            self._make_state_dir()
             for n in self.nodes:
                 Path(n.data_dir).mkdir(parents=True)
                 if n.clock_file:

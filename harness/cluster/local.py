@@ -170,6 +170,32 @@ class ServerCluster:
     def _check_alive(self, node: Node) -> None:
         pass
 
+    def _make_state_dir(self) -> None:
+        """The run's own state dir, with its state.json first (`chaos cluster down` removes
+        only dirs that have one). A fresh run id: an existing dir is someone else's."""
+        for _ in range(3):  # another run's down() may remove the empty root meanwhile
+            make_state_root()
+            try:
+                self.dir.mkdir()
+                break
+            except FileNotFoundError:
+                continue
+        self._created = True
+        self._write_state()
+
+    def _write_state(self) -> None:
+        raise NotImplementedError
+
+    def _wait_restarted(self, node: Node, hint: str = "") -> None:
+        """Until a restarted node answers again (failing fast if it died), or a ClusterError."""
+        kind = self._kinds[node.name]
+        deadline = time.monotonic() + self.ready_timeout
+        while not kind.node_ready(node):
+            self._check_alive(node)
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{node.name} did not answer within {self.ready_timeout:.0f}s after restart{hint}")
+            time.sleep(0.1)
+
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.ready_timeout
         # Keyed by position: two groups may share a kind (the valkey lock servers and the store).
@@ -238,15 +264,7 @@ class LocalCluster(ServerCluster):
             if g.fake_clock and not os.path.exists(FAKETIME_LIB):
                 raise MissingDependency(f"{FAKETIME_LIB} not found; run `make install` (apt package libfaketime)")
         try:
-            for _ in range(3):  # another run's down() may remove the empty root meanwhile
-                make_state_root()
-                try:
-                    self.dir.mkdir()  # a fresh run id: an existing dir is someone else's, never ours
-                    break
-                except FileNotFoundError:
-                    continue
-            self._created = True
-            self._write_state()  # first: `chaos cluster down` removes only dirs with a state file
+            self._make_state_dir()
             self.log_dir.mkdir(parents=True, exist_ok=True)
             self._plan()
             self._write_state()
@@ -421,15 +439,9 @@ class LocalCluster(ServerCluster):
             self.kill(name)
         if wipe:
             shutil.rmtree(node.data_dir, ignore_errors=True)
-        kind = self._kinds[name]
-        kind.prepare(node, [n for n in self.nodes if n.kind == node.kind])
+        self._kinds[name].prepare(node, [n for n in self.nodes if n.kind == node.kind])
         self._spawn(node)
-        deadline = time.monotonic() + self.ready_timeout
-        while not kind.node_ready(node):
-            self._check_alive(node)
-            if time.monotonic() > deadline:
-                raise ClusterError(f"{name} did not answer within {self.ready_timeout:.0f}s after restart; see {node.log_path}")
-            time.sleep(0.1)
+        self._wait_restarted(node, f"; see {node.log_path}")
         if self._clock_offsets.get(name) and clock_method(node) == "timewarp":
             # A vDSO patch dies with the process. Re-apply it only once the server answers:
             # right after Popen the pid is still `ip netns exec`, whose exec drops the patch.

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from harness.cluster.base import ClientPlace, Node, check_run_id
-from harness.cluster.local import FAKETIME_LIB, RUN_ENV, Group, ServerCluster, make_state_root
+from harness.cluster.local import FAKETIME_LIB, RUN_ENV, Group, ServerCluster
 from harness.errors import BadArgument, ClusterError, MissingDependency
 from harness.interrupts import quiet_group, shielded
 
@@ -298,7 +298,6 @@ class SshCluster(ServerCluster):
         self._ssh = {h.name: Ssh(h, self.dir / "ssh", run_id) for h in self.hosts}
         self._where: dict[str, Host] = {}
         self._pids: dict[str, int] = {}
-        self._paused: set[str] = set()
         self._touched: list[Host] = []  # hosts the helper reached (down() cleans these)
         self._binaries: dict[str, str] = {}
         self._alive_checked: dict[str, float] = {}
@@ -327,12 +326,9 @@ class SshCluster(ServerCluster):
         """Install what the hosts lack, ship the helper, start the servers and wait until each
         group serves (preflight has checked every host can be driven). On failure, clean up and raise."""
         try:
-            make_state_root()
-            self.dir.mkdir()
-            self._created = True
+            self._touched = list(self.hosts)  # in the first state.json: a run killed from here on is cleaned everywhere
+            self._make_state_dir()
             (self.dir / "ssh").mkdir(mode=0o700)
-            self._touched = list(self.hosts)  # recorded first: a run killed from here on is cleaned on every host
-            self._write_state()
             on_each(self._prepare_host, self.hosts)
             on_each(self._start_host, self.hosts)
             self._write_state()
@@ -459,17 +455,14 @@ class SshCluster(ServerCluster):
 
     def pause(self, name: str) -> None:
         self._helper_for(name, "signal", self._pids[name], "SIGSTOP")
-        self._paused.add(name)
 
     def resume(self, name: str) -> None:
         self._helper_for(name, "signal", self._pids[name], "SIGCONT")
-        self._paused.discard(name)
 
     def kill(self, name: str) -> None:
         pid = self._pids.pop(self.node(name).name, None)
         if pid:
             self._helper_for(name, "signal", pid, "SIGKILL")
-        self._paused.discard(name)
 
     def restart(self, name: str, *, wipe: bool = False) -> None:
         node = self.node(name)
@@ -481,13 +474,7 @@ class SshCluster(ServerCluster):
         answers = self._ssh[self._where[name].name].batch(self.run_id, commands)
         self._pids[name] = int(answers[-1])
         self._alive_checked[name] = time.monotonic()
-        kind = self._kinds[name]
-        deadline = time.monotonic() + self.ready_timeout
-        while not kind.node_ready(node):
-            self._check_alive(node)
-            if time.monotonic() > deadline:
-                raise ClusterError(f"{name} did not answer within {self.ready_timeout:.0f}s after restart")
-            time.sleep(0.1)
+        self._wait_restarted(node)
         if self._clock_offsets.get(name) and not node.clock_file:
             self.set_clock(name, self._clock_offsets[name])  # the vDSO patch died with the process
 
@@ -641,10 +628,7 @@ def preflight(spec: Any) -> None:
 def check_hosts(hosts: Sequence[Host]) -> None:
     """Every host answers, takes the key, runs commands as root and has Python 3; else a
     MissingDependency with the first host's sentence (nothing has been started anywhere)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=min(16, len(hosts))) as pool:  # an unreachable host costs its timeout once
-        problems = [p for p in pool.map(lambda h: check_host(Ssh(h, None, "000000")), hosts) if p]
+    problems = [p for p in on_each(lambda h: check_host(Ssh(h, None, "000000")), hosts) if p]
     if problems:
         raise MissingDependency(problems[0] + (f" (and {len(problems) - 1} more host(s) with a problem)"
                                                if len(problems) > 1 else ""))
