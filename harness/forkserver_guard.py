@@ -7,8 +7,13 @@ server lives as long as any worker holds its "alive" pipe, so each keeps the oth
 clients in namespaces `chaos cluster down --all` finds the workers by namespace; with
 clients in this machine's own network (the ssh provider, --no-netns) nothing else would.
 Never import it anywhere else: it ties the importing process to its parent.
+
+It also joins the run's cgroup (harness/cluster/containment.py), so every worker it forks,
+and everything those start, is born inside it.
 """
 
+from harness.cluster.containment import join_from_env
 from harness.interrupts import die_with_parent
 
 die_with_parent()
+join_from_env()

@@ -50,13 +50,18 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from harness.cluster.base import Node
+from harness.cluster.containment import PROCS_ENV, RunCgroup
 from harness.cluster.kinds import KINDS
 from harness.errors import BadArgument, LockLost, NotAcquired
 from harness.interrupts import die_with_parent
 from harness.options import Option, values
+from harness.outputcap import CappedLog, pump
 from workloads.base import Clock, Lease
 
 MARGIN_S = 2.0  # on top of an op's own timeout before the client counts as hung
+MAX_LINE = 1 << 20  # longest reply line a client may write
+MAX_VALUE = 4096  # longest lease value (it is recorded in every op of the lease)
+MAX_VALID_MS = 86_400_000.0  # a validity beyond a day either way is not a lease
 START_S = 20.0  # a client must answer init within this (a JVM needs a few seconds)
 LOG_ENV = "CHAOSLOCK_WORKER_LOG"  # the worker's log; the child's stderr goes beside it
 
@@ -143,22 +148,32 @@ class ExternalClient:
         self.clock = clock
         self.closed = threading.Event()
         self.ready_pid: int | None = None  # the child that has answered its init
+        self.stderr_done: threading.Thread | None = None  # stores the child's stderr, up to a cap
         self.read_pending: float | None = None  # an offset whose read-back is still to be asked
         self.follows_clock = clock is not None and clock.shared is not None and \
             self.options.get("clock_target") == "clients"
 
     # -- the child ---------------------------------------------------------------------------
     def _start(self) -> None:
-        err = open(self.log + ".client-stderr", "ab") if self.log else subprocess.DEVNULL
+        # Same process group as the worker (pause-holder stops both); dies with it; in the
+        # run's cgroup (the worker is; client-check names it in PROCS_ENV), so whatever it
+        # forks is found. Its stderr is kept up to a cap (harness/outputcap.py).
+        procs = os.environ.get(PROCS_ENV)
+
+        def prepare() -> None:
+            die_with_parent()
+            if procs:
+                RunCgroup.join_file(procs)
+
         try:
-            # Same process group as the worker (pause-holder stops both); dies with it.
-            self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-                                         preexec_fn=die_with_parent)
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE if self.log else subprocess.DEVNULL, preexec_fn=prepare)
         except OSError as e:
             raise BadArgument(f"cannot start the client `{shlex.join(self.argv)}`: {e.strerror}; check the command") from None
-        finally:
-            if err is not subprocess.DEVNULL:
-                err.close()
+        if self.log:
+            self.stderr_done = pump(os.dup(self.proc.stderr.fileno()), CappedLog(self.log + ".client-stderr"),
+                                    name="client-stderr")
+            self.proc.stderr.close()
         self.buf = b""
         self.starts += 1
         servers = [{"kind": n.kind, "name": n.name, "host": n.host, "port": n.port} for n in self.nodes]
@@ -171,6 +186,8 @@ class ExternalClient:
     def _stderr_tail(self) -> str:
         if not self.log:
             return ""
+        if self.stderr_done is not None:
+            self.stderr_done.join(2)  # the child is gone: what it wrote last is being stored
         try:
             with open(self.log + ".client-stderr", "rb") as f:
                 f.seek(0, 2)
@@ -189,7 +206,10 @@ class ExternalClient:
         self._note(f"external client pid {p.pid} ended: {why}")
         if p.poll() is None:
             p.kill()
-        p.wait(5)
+        try:
+            p.wait(5)
+        except subprocess.TimeoutExpired:  # not even SIGKILL ended it (stuck in the kernel): the cgroup will
+            self._note(f"external client pid {p.pid} did not end within 5 s of SIGKILL")
         for s in (p.stdin, p.stdout):
             try:
                 s.close()
@@ -214,27 +234,39 @@ class ExternalClient:
             self.proc.stdin.write((json.dumps(req) + "\n").encode())
             self.proc.stdin.flush()
         except OSError:
-            return self._broke(f"it exited with status {self.proc.poll()} before {req['op']}")
+            return self._broke(f"its stdin closed before {req['op']} ({self._gone()})")
         deadline = time.monotonic() + timeout_s
         while b"\n" not in self.buf:
             left = deadline - time.monotonic()
             if left <= 0:
                 return self._broke(f"no reply to {req['op']} within {timeout_s:g} s")
+            if len(self.buf) > MAX_LINE:
+                return self._broke(f"its reply to {req['op']} is longer than {MAX_LINE >> 20} MiB without a newline")
             ready, _, _ = select.select([self.proc.stdout], [], [], left)
             if ready:
                 chunk = os.read(self.proc.stdout.fileno(), 65536)
                 if not chunk:
-                    return self._broke(f"it exited with status {self.proc.wait(5)} during {req['op']}")
+                    return self._broke(f"its stdout closed during {req['op']} ({self._gone()})")
                 self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
+        if len(line) > MAX_LINE:
+            return self._broke(f"its reply to {req['op']} is longer than {MAX_LINE >> 20} MiB")
         try:
             rep = json.loads(line)
-        except ValueError:
-            return self._broke(f"its reply to {req['op']} is not JSON: {line[:80]!r}")
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, nested too deep
+            return self._broke(f"its reply to {req['op']} is not JSON (or nested too deep): {line[:80]!r}")
         if not isinstance(rep, dict) or rep.get("id") != req["id"] or rep.get("type") not in (
                 "ok", "fail", "info", "error", "unsupported"):
             return self._broke(f"its reply to {req['op']} (id {req['id']}) is not one: {line[:80]!r}")
         return rep
+
+    def _gone(self) -> str:
+        """How the child stands: exited (with its status) or still running."""
+        try:
+            status = self.proc.wait(0.5)
+        except subprocess.TimeoutExpired:
+            return "it is still running"
+        return f"it exited with status {status}"
 
     def _broke(self, why: str) -> dict:
         self._end(why)
@@ -328,10 +360,14 @@ class ExternalClient:
             raise ClientBroke(str(rep.get("error") or rep["type"]))
         value, token = rep.get("value"), rep.get("token")
         if not isinstance(value, str) or not (token is None or (isinstance(token, int) and not isinstance(token, bool))):
-            self._end(f"its acquire reply has no string value or a token that is not an integer: {rep}")
+            self._end(f"its acquire reply has no string value or a token that is not an integer: {str(rep)[:200]}")
             raise ClientBroke("the acquire reply has no string value, or a token that is not an integer or null")
-        valid_ms = rep.get("valid_ms")
-        valid = start + int(float(valid_ms) * 1e6) if isinstance(valid_ms, (int, float)) else start + ttl_ms * 1_000_000
+        if len(value) > MAX_VALUE or (token is not None and not -2**63 <= token < 2**63):
+            self._end(f"its acquire reply has a value longer than {MAX_VALUE} characters or a token outside 64 bits")
+            raise ClientBroke(f"the acquire reply has a value longer than {MAX_VALUE} characters, or a token that "
+                              f"does not fit in 64 bits")
+        valid_ms = self._valid_ms(rep, "acquire")
+        valid = start + int(valid_ms * 1e6) if valid_ms is not None else start + ttl_ms * 1_000_000
         return Lease(key=key, value=value, token=token, acquired_ns=time.monotonic_ns(), valid_until_ns=valid,
                      meta={"ttl_ms": ttl_ms, "pid": self.proc.pid if self.proc else None})
 
@@ -354,11 +390,22 @@ class ExternalClient:
             raise LockLost(str(rep.get("error") or "lost"))
         if rep["type"] != "ok":
             raise ClientBroke(str(rep.get("error") or rep["type"]))
-        valid_ms = rep.get("valid_ms")
-        if not isinstance(valid_ms, (int, float)):
+        valid_ms = self._valid_ms(rep, "renew")
+        if valid_ms is None:
             return lease
         return Lease(key=lease.key, value=lease.value, token=lease.token, acquired_ns=lease.acquired_ns,
                      valid_until_ns=start + int(valid_ms * 1e6), meta=lease.meta)
+
+    def _valid_ms(self, rep: dict, op: str) -> float | None:
+        """A reply's valid_ms, None when it sends none; a number that is not finite or beyond
+        a day either way breaks the reply (it would overflow every later computation)."""
+        v = rep.get("valid_ms")
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            return None
+        if not (math.isfinite(v) and abs(v) <= MAX_VALID_MS):
+            self._end(f"its {op} reply has valid_ms {str(v)[:40]}, not a finite number of at most a day")
+            raise ClientBroke(f"the {op} reply has valid_ms {str(v)[:40]}, not a finite number of ms of at most a day")
+        return float(v)
 
     def still_held(self, lease: Lease) -> bool:
         """The client's own belief, if it has one (`held`); True when it has none."""

@@ -209,12 +209,7 @@ class ComposeCluster(NetnsLinks, ServerCluster):
             for n in self.nodes:
                 if os.path.exists(n.log_path):
                     shutil.copyfile(n.log_path, self.log_dir / f"{n.name}.log")
-            shutil.rmtree(self.dir, ignore_errors=True)
-            try:
-                self.dir.parent.rmdir()
-            except OSError:
-                pass
-            self._created = False
+        self._remove_state_dir()
 
     # -- ProcessControl ---------------------------------------------------------------------------
     def pids(self, name: str) -> list[int]:

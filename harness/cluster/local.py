@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from harness.cluster.containment import RunCgroup, existing as existing_cgroups
 from harness.cluster.base import ClientPlace, CountsRequests, Node, client_hosts, ProcState, ServerKind, check_run_id, node_named
 from harness.errors import BadArgument, ClusterError, MissingDependency, PortInUse
-from harness.interrupts import quiet_group, shielded
+from harness.interrupts import deferred, quiet_group, shielded
 
 RUN_ENV = "CHAOSLOCK_RUN"
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
@@ -134,6 +135,8 @@ class ServerCluster:
         self.log_dir = Path(log_dir) if log_dir else self.dir / "logs"
         self.ready_timeout = ready_timeout
         self._created = False  # whether up() made self.dir (down() removes only what it made)
+        self.contained: RunCgroup | None = None  # every process the run starts (harness/cluster/containment.py)
+        self.strays: list[str] = []  # processes that were still in it when the cluster came down
         self._nodes: dict[str, Node] = {}
         self._kinds: dict[str, ServerKind] = {}
         self._clock_offsets: dict[str, float] = {}
@@ -181,7 +184,25 @@ class ServerCluster:
             except FileNotFoundError:
                 continue
         self._created = True
+        with deferred():  # a Ctrl-C between its mkdir and this assignment would leave it unnamed
+            self.contained = RunCgroup.create(self.run_id)
         self._write_state()
+
+    def _remove_state_dir(self) -> None:
+        """Kill whatever is still in the run's cgroup (a client's grandchild that hid with
+        setsid and ignores SIGTERM), then remove the cgroup and the state dir, if up() made
+        them. What had to be killed is kept in `strays` for the run's notes."""
+        if self.contained is not None:
+            self.strays += self.contained.remove()
+        if self._created:
+            for cg in existing_cgroups(self.run_id):  # made before a crash could name it (the run id is ours)
+                self.strays += cg.remove()
+            shutil.rmtree(self.dir, ignore_errors=True)
+            try:
+                self.dir.parent.rmdir()  # the per-user root, once no run uses it
+            except OSError:
+                pass
+            self._created = False
 
     def _write_state(self) -> None:
         raise NotImplementedError
@@ -341,7 +362,7 @@ class LocalCluster(ServerCluster):
         self._logs[node.name] = log
         try:
             p = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 start_new_session=True, cwd=node.data_dir if os.path.isdir(node.data_dir) else None)
+                                 start_new_session=True, preexec_fn=self.contained.preexec("servers"), cwd=node.data_dir if os.path.isdir(node.data_dir) else None)
         except FileNotFoundError as e:
             raise MissingDependency(f"cannot start {node.name}: {e.filename} not found; run `make install`") from None
         self._state[node.name] = ProcState(pid=p.pid, alive=True, extra={"popen": p, "faketime": bool(node.clock_file)})
@@ -374,12 +395,7 @@ class LocalCluster(ServerCluster):
                 self.network.down()
             except Exception:
                 pass
-        if self._created:
-            shutil.rmtree(self.dir, ignore_errors=True)
-            try:
-                self.dir.parent.rmdir()  # the per-user root, once no run uses it
-            except OSError:
-                pass
+        self._remove_state_dir()
 
     def _stop(self, name: str, sig_timeout: float = 5.0) -> None:
         st = self._state.get(name)
@@ -459,6 +475,7 @@ class LocalCluster(ServerCluster):
                  "owner": os.environ.get("CHAOSLOCK_OWNER"), "owner_pid": os.getpid(),
                  "nodes": [n.to_dict() for n in self.nodes],
                  "pids": {k: v.pid for k, v in self._state.items()},
+                 "cgroup": None if self.contained is None else self.contained.describe(),
                  "clients": {"netns": self.client_netns, "addrs": self.client_addrs},
                  "network": None if self.network is None else {"subnet": self.network.subnet,
                                                                 "bridge_addr": self.network.bridge_addr}}

@@ -1,8 +1,9 @@
 """Find and remove what runs left behind: `chaos cluster status/down [--all]`.
 
-Every server process chaoslock starts has CHAOSLOCK_RUN=<run id> in its environment, so
-it can be found from /proc even when the run that started it was SIGKILLed and its state
-file is gone; every container and network of the compose provider carries the run id in
+Every process a run starts is in the run's cgroup (harness/cluster/containment.py), which
+nothing inside can leave; every server process and client worker also has
+CHAOSLOCK_RUN=<run id> in its environment, so it can be found from /proc even where no
+cgroup could be made, or when the run that started it was SIGKILLed and its state file is gone; every container and network of the compose provider carries the run id in
 its `chaoslock.run` label. Namespaces, the bridge and iptables rules carry the run id in their names
 (see netns.cleanup_all); state dirs live under local.state_root().
 """
@@ -16,6 +17,7 @@ import signal
 import time
 from pathlib import Path
 
+from harness.cluster import containment
 from harness.cluster.base import RUN_ID, check_run_id
 from harness.cluster.local import RUN_ENV, remove_faketime_files, state_root
 
@@ -109,6 +111,9 @@ def kill_run(run_id: str, timeout: float = 5.0) -> list[str]:
                 pass
         done.append(f"process {pid} (run {run_id})")
         done += [f"libfaketime file {f}" for f in remove_faketime_files(pid)]
+    for cg in containment.existing(run_id):  # whatever escaped the process scan (setsid, a cleared environment)
+        done += [f"process {p} (run {run_id}, left in its cgroup)" for p in cg.remove()]
+        done.append(f"cgroup {cg.dir}")
     state = _state(run_id)
     if state is not None and state.get("provider") == "ssh":  # its servers are on other hosts
         from harness.cluster import ssh
@@ -156,7 +161,7 @@ def _owner_pid(run_id: str) -> int | None:
 def down_all() -> list[str]:
     """Remove every leftover of every run: processes, namespaces, bridges, rules, dirs."""
     done: list[str] = []
-    ids = set(processes().values())
+    ids = set(processes().values()) | containment.leftover_runs()
     root = state_root()
     if root.exists():
         ids |= {d.name for d in root.iterdir() if _ours(d)}

@@ -423,13 +423,7 @@ class SshCluster(ServerCluster):
         self._touched = []
         for ssh in self._ssh.values():
             ssh.close()
-        if self._created:
-            shutil.rmtree(self.dir, ignore_errors=True)
-            try:
-                self.dir.parent.rmdir()
-            except OSError:
-                pass
-            self._created = False
+        self._remove_state_dir()
 
     def _down_host(self, h: Host) -> None:
         """Copy the host's server logs here, then the helper's `down` there."""
