@@ -22,11 +22,15 @@ OUTCOME = "outcome.json"  # written by the runner: {"run_id", "interrupted", "st
 
 def read_outcome(run_dir: Path | None) -> dict:
     """How a stored run ended, from its outcome.json (written by the runner before it
-    checks); {} for a history without one. A file that is not an object counts as absent."""
+    checks); {} for a history without one. A file that is not an object counts as absent;
+    one that resolves outside the run dir, or is not a regular file, is a BadArgument (it is
+    not read, and treating it as absent could pass a crashed run's history as VALID)."""
+    from harness.safefile import read_inside
+
     if run_dir is None:
         return {}
     try:
-        doc = json.loads((Path(run_dir) / OUTCOME).read_text(encoding="utf-8"))
+        doc = json.loads(read_inside(run_dir, Path(run_dir) / OUTCOME).decode("utf-8"))
     except (OSError, ValueError):
         return {}
     return doc if isinstance(doc, dict) else {}
@@ -51,7 +55,7 @@ def analyse(spec: Any, run_dir: Path, *, timings: dict | None = None, errors: li
     """Check the run dir's history and write results.json and ops.csv there."""
     from results.csv import write_ops_csv
 
-    history = read_history(run_dir / "history.jsonl")
+    history = read_history(run_dir)  # a run dir: its history.jsonl must resolve inside it
     results = verdicts(spec, history)
     summary = summarize(spec, results, run_dir, read_outcome(run_dir))
     summary.update(timings or {})

@@ -116,19 +116,24 @@ def _short(v: Any) -> str:
     return r if len(r) <= 40 else r[:37] + "..."
 
 
-def _history_file(path: str | os.PathLike) -> Path:
-    p = Path(path)
+def _history_file(path: str | os.PathLike) -> tuple[Path, Path | None]:
+    """(the history file, the run dir it must resolve inside, or None for a file the user
+    named directly: that one is their choice)."""
+    from harness.safefile import inside
+
+    p, root = Path(path), None
     if p.is_dir():
-        p = p / "history.jsonl"
+        p, root = p / "history.jsonl", p
         if not p.exists() and not p.is_symlink():
             raise BadHistory(f"{path} holds no history.jsonl; give a run directory such as store/latest or a history.jsonl")
+        inside(root, p)
     if not p.exists():
         raise BadHistory(f"{p}: no such history file; give a run directory or a history.jsonl")
     if p.is_dir():
         raise BadHistory(f"{p} is a directory, not a history file; give a run directory or a history.jsonl")
     if not p.is_file():  # a FIFO or /dev/zero would block or never end
         raise BadHistory(f"{p} is not a regular file; give a run directory or a history.jsonl")
-    return p
+    return p, root
 
 
 def read_history(path: str | os.PathLike) -> list[Op]:
@@ -145,10 +150,15 @@ def read_history(path: str | os.PathLike) -> list[Op]:
     cut the final write short, so a last line without its newline that does not parse is
     dropped), and a last invoke of a process that never completes (a worker stopped or
     killed mid-op). An op without an index gets the one after the previous op's.
+
+    Given a run dir, its history.jsonl must resolve inside it (harness/safefile.py); a file
+    named directly may be anywhere, but must be a regular file.
     """
-    p = _history_file(path)
+    from harness.safefile import read_inside
+
+    p, root = _history_file(path)
     try:
-        raw = p.read_bytes()
+        raw = read_inside(root, p)
     except OSError as e:
         raise BadHistory(f"cannot read {p} ({e.strerror}); check its permissions") from None
     torn_ok = not raw.endswith(b"\n")  # only a last line without its newline can be torn

@@ -48,18 +48,16 @@ def check_store(store: str) -> str:
 @click.option("--store", default="store", show_default=True)
 @click.option("--port", type=int, default=8088, show_default=True)
 def serve(store, port):
-    """Serve the run store on 127.0.0.1 for browsing."""
+    """Serve the run store on 127.0.0.1 for browsing (only files inside it; see results/serve.py)."""
     import errno
-    import functools
-    import http.server
 
     from harness.errors import BadArgument, PortInUse
+    from results.serve import serve_store
 
     check_port(port)
     check_store(store)
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=store)
     try:
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+        httpd = serve_store(store, port)
     except OSError as e:
         if e.errno == errno.EADDRINUSE:
             raise PortInUse(f"port {port} on 127.0.0.1 is in use; stop what holds it or give another --port") from None

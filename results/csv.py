@@ -8,6 +8,7 @@ from typing import Sequence
 import pandas as pd
 
 from harness.history import Op, pair_ops
+from harness.safefile import atomic_open
 from nemesis.base import fault_intervals
 
 COLUMNS = ["index", "process", "f", "type", "key", "value", "token", "node", "error",
@@ -51,4 +52,7 @@ def ops_frame(history: Sequence[Op], causes: Sequence[Sequence] = ()) -> pd.Data
 
 
 def write_ops_csv(history: Sequence[Op], path: Path, causes: Sequence[Sequence] = ()) -> None:
-    ops_frame(history, causes).to_csv(path, index=False)
+    """Replace `path` with the ops' rows (atomically, never through a link: harness/safefile.py)."""
+    frame = ops_frame(history, causes)
+    with atomic_open(path, "w", newline="") as f:
+        frame.to_csv(f, index=False)

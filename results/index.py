@@ -3,19 +3,22 @@
 A run is a directory store/<test>/<timestamp>/ holding results.json. Only the "summary"
 object of each results.json is read, and only from the start of the file (analyse writes it
 first), so the index stays quick with many runs of 100k ops. The page is self-contained,
-like the reports, and every name and value in it is escaped.
+like the reports, and every name and value in it is escaped. A results.json that resolves
+outside its run dir is not read (the run shows as unreadable), and a run whose summary says
+it was interrupted is marked INTERRUPTED beside its verdict: its history is only a prefix.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from pathlib import Path
 from urllib.parse import quote
 
 from harness.checker.base import verdict_word
+from harness.errors import BadArgument
+from harness.safefile import open_inside, write_atomic
 from results.svg import esc
 
 _STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})(?:-\d+)?$")
@@ -23,21 +26,33 @@ _HEAD = 65536
 
 
 def read_summary(results_json: Path) -> dict | None:
-    """The "summary" of a results.json without parsing the rest; None if unreadable."""
+    """The "summary" of a results.json without parsing the rest; None if unreadable, and if
+    it resolves outside its run dir or is not a regular file (it is then not read)."""
     try:
-        with open(results_json, encoding="utf-8", errors="replace") as f:
-            head = f.read(_HEAD)
-        at = head.find('"summary"')
-        if at >= 0:
-            colon = head.index(":", at)
-            start = colon + 1 + (len(head[colon + 1:]) - len(head[colon + 1:].lstrip()))
-            obj, _ = json.JSONDecoder().raw_decode(head, start)
-            if isinstance(obj, dict):
-                return obj
-        doc = json.loads(Path(results_json).read_text(encoding="utf-8", errors="replace"))
+        with open_inside(Path(results_json).parent, results_json) as f:
+            raw = f.read(_HEAD)
+            found = _summary_in(raw.decode("utf-8", errors="replace"))
+            if found is not None:
+                return found
+            raw += f.read()
+        doc = json.loads(raw.decode("utf-8", errors="replace"))
         return doc.get("summary") if isinstance(doc, dict) else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, BadArgument):
         return None
+
+
+def _summary_in(head: str) -> dict | None:
+    """The summary object at the start of a results.json's text, or None if it is not there whole."""
+    at = head.find('"summary"')
+    if at < 0:
+        return None
+    try:
+        colon = head.index(":", at)
+        start = colon + 1 + (len(head[colon + 1:]) - len(head[colon + 1:].lstrip()))
+        obj, _ = json.JSONDecoder().raw_decode(head, start)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
 
 
 def _when(run: Path) -> tuple[float, str]:
@@ -81,8 +96,8 @@ def _cell(v) -> str:
     return esc(v)
 
 
-def write_index(store_dir: Path) -> Path:
-    """Write store_dir/index.html listing every run; return its path."""
+def render_index(store_dir: Path) -> str:
+    """The index page of store_dir as a string (`chaos serve` serves it fresh)."""
     store_dir = Path(store_dir)
     rows = []
     all_runs = runs(store_dir)
@@ -94,6 +109,8 @@ def write_index(store_dir: Path) -> Path:
                         f"results.json unreadable</td><td><a href=\"{href}\">open</a></td></tr>")
             continue
         word, cls = _verdict(s.get("valid"))
+        if s.get("interrupted") is True:  # a prefix of a run: never a plain VALID or INVALID
+            word += " · INTERRUPTED"
         viol = s.get("violations")
         rows.append(
             f"<tr class='{cls}'><td>{esc(r['when'])}</td><td>{esc(r['test'])}</td><td>{_cell(s.get('backend'))}</td>"
@@ -104,7 +121,7 @@ def write_index(store_dir: Path) -> Path:
             f"<td><a href=\"{href}\">{'report' if r['report'] else 'results'}</a></td></tr>")
     counts = {k: sum(1 for r in all_runs if r["summary"] and _verdict(r["summary"].get("valid"))[1] == k)
               for k in ("valid", "invalid", "unknown")}
-    html_text = f"""<!DOCTYPE html>
+    return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -116,11 +133,12 @@ def write_index(store_dir: Path) -> Path:
 <tbody>{''.join(rows) or "<tr><td colspan='11' class='mute'>No runs yet: try chaos run.</td></tr>"}</tbody></table>
 <p class="mute">Newest first. Regenerated after every run; <code>chaos serve</code> serves this directory.</p>
 </body></html>"""
-    path = store_dir / "index.html"
-    tmp = store_dir / f".index.html.{os.getpid()}.tmp"
-    tmp.write_text(html_text, encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+
+
+def write_index(store_dir: Path) -> Path:
+    """Replace store_dir/index.html with the list of every run (never writing through a
+    link: harness/safefile.py); return its path."""
+    return write_atomic(Path(store_dir) / "index.html", render_index(store_dir))
 
 
 CSS = """

@@ -272,28 +272,44 @@ def _offset(v: Any) -> str:
 
 
 def logs_section(run_dir: Path) -> str:
+    """Links to the run's files and the tail of each node log. A file that resolves outside
+    the run dir, or is not a regular file (a FIFO would block the tail), is neither linked
+    nor read: a note says it is not shown (harness/safefile.py)."""
+    from harness.errors import BadArgument
+    from harness.safefile import is_inside, open_inside
+
     files = [("history.jsonl", "every op"), ("ops.csv", "one row per op"), ("results.json", "verdicts"),
              ("spec.json", "the test")]
     out = ["<p class='files'>" + " · ".join(f"<a href='{n}'>{n}</a> ({d})" for n, d in files
-                                          if (run_dir / n).exists()) + "</p>"]
+                                          if (run_dir / n).exists() and is_inside(run_dir, run_dir / n)) + "</p>"]
     nodes = sorted((run_dir / "nodes").glob("*.log")) if (run_dir / "nodes").is_dir() else []
     if not nodes:
         return "".join(out) + "<p>No node logs in this run dir.</p>"
     for p in nodes:
+        try:
+            f = open_inside(run_dir, p)
+        except BadArgument:
+            out.append(f"<p class='note'>{esc(p.name)} is not shown: it is a link out of this run dir or not a "
+                       f"regular file, so it is not followed.</p>")
+            continue
+        except OSError as e:
+            out.append(f"<p class='note'>{esc(p.name)} is unreadable: {esc(e.strerror)}.</p>")
+            continue
+        with f:
+            size = os.fstat(f.fileno()).st_size
+            tail = _tail(f)
         href = esc("nodes/" + urllib.parse.quote(p.name))
-        size = p.stat().st_size
-        tail = _tail(p)
         out.append(f"<details class='log'><summary><a href=\"{href}\">{esc(p.name)}</a> "
                    f"<span class='note'>{size:,} bytes; last lines below</span></summary>"
                    f"<pre>{esc(tail) or '(empty)'}</pre></details>")
     return "".join(out)
 
 
-def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+def _tail(f, lines: int = LOG_TAIL_LINES) -> str:
+    """The last lines of the open binary file `f` (its last 16 KiB at most)."""
     try:
-        with open(path, "rb") as f:
-            f.seek(max(0, f.seek(0, os.SEEK_END) - 16384))
-            data = f.read().decode("utf-8", "replace")
+        f.seek(max(0, f.seek(0, os.SEEK_END) - 16384))
+        data = f.read().decode("utf-8", "replace")
     except OSError as e:
         return f"(unreadable: {e})"
     return "\n".join(ln[:400] for ln in data.splitlines()[-lines:])
@@ -360,12 +376,12 @@ times are seconds since the first op, on the host's monotonic clock (no nemesis 
 
 
 def write_report(run_dir: Path, spec: Any, history: Sequence[Op], doc: dict) -> Path:
-    """Write run_dir/report.html and refresh the store's index.html; return the report's path."""
+    """Write run_dir/report.html and refresh the store's index.html; return the report's path.
+    Both replace their file, never writing through a link (harness/safefile.py)."""
+    from harness.safefile import write_atomic
+
     run_dir = Path(run_dir)
-    path = run_dir / "report.html"
-    tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(render(run_dir, spec, history, doc), encoding="utf-8")
-    os.replace(tmp, path)
+    path = write_atomic(run_dir / "report.html", render(run_dir, spec, history, doc))
     root = run_dir.resolve().parent.parent
     store = _get(spec, "store")
     if (root / "latest").exists() or (store and Path(store).resolve() == root):

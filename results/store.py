@@ -50,18 +50,21 @@ def link_latest(root: Path, run_dir: Path) -> None:
 
 
 def write_json(path: Path, data: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
-    os.replace(tmp, path)
+    """Replace `path` with `data` as JSON, never writing through a link (harness/safefile.py)."""
+    from harness.safefile import write_atomic
+
+    write_atomic(path, json.dumps(data, indent=2, default=str))
 
 
 def read_results(run_dir: str | os.PathLike) -> dict:
-    """The results.json of a run dir, or one sentence (BadArgument) on why it cannot be read."""
+    """The results.json of a run dir, or one sentence (BadArgument) on why it cannot be read
+    (a results.json that resolves outside the run dir is never read)."""
     from harness.errors import BadArgument
+    from harness.safefile import read_inside
 
     f = Path(run_dir) / "results.json"
     try:
-        doc = json.loads(f.read_bytes().decode("utf-8"))
+        doc = json.loads(read_inside(run_dir, f).decode("utf-8"))
     except OSError as e:
         raise BadArgument(f"cannot read {f} ({e.strerror}); `chaos report {run_dir}` rebuilds it") from None
     except (ValueError, RecursionError):  # not UTF-8, not JSON
@@ -82,7 +85,9 @@ def load_run(path: str | os.PathLike, *, need_dir: bool = False) -> tuple[Any, l
     `path` is a run dir or a history.jsonl (whose spec.json, if any, sits beside it);
     `need_dir` refuses a file, for commands that write into the run dir. Whatever is wrong
     with the path, the spec or the history is a BadArgument (BadHistory) of one sentence
-    naming the file and what to do; a missing spec.json means the default TestSpec."""
+    naming the file and what to do; a missing spec.json means the default TestSpec. A
+    history.jsonl or spec.json that resolves outside its directory is refused, not read; a
+    history file named directly is the user's choice, but not the spec.json beside it."""
     from harness.errors import BadArgument
     from harness.history import read_history
 
@@ -93,24 +98,29 @@ def load_run(path: str | os.PathLike, *, need_dir: bool = False) -> tuple[Any, l
     if need_dir and not p.is_dir():
         raise BadArgument(f"{path} is a file, not a run directory; give the directory that holds its "
                           f"history.jsonl and spec.json")
-    spec = read_spec((p if p.is_dir() else p.parent) / "spec.json")
+    d = p if p.is_dir() else p.parent
+    spec = read_spec(d / "spec.json", root=d)
     return spec, read_history(p)
 
 
-def read_spec(f: Path) -> Any:
+def read_spec(f: Path, *, root: str | os.PathLike | None = None) -> Any:
     """The TestSpec stored in spec.json `f`, the default one if there is none, or one
-    sentence (BadArgument) naming the file and what is wrong with it."""
+    sentence (BadArgument) naming the file and what is wrong with it; with `root`, also
+    when `f` resolves outside that directory."""
     from harness.errors import BadArgument
+    from harness.safefile import inside, read_inside
     from harness.spec import TestSpec
 
     if not f.exists() and not f.is_symlink():
         return TestSpec()
+    if root is not None:
+        inside(root, f)
     if f.is_dir():
         raise BadArgument(f"{f} is a directory, not a spec file; remove it to check with default settings")
     if not f.is_file():  # a FIFO would block the read
         raise BadArgument(f"{f} is not a regular file; {_SPEC_FIX}")
     try:
-        text = f.read_bytes().decode("utf-8")
+        text = read_inside(root, f).decode("utf-8")
     except OSError as e:
         raise BadArgument(f"cannot read {f} ({e.strerror}); check its permissions or delete it to check "
                           f"with default settings") from None
