@@ -28,6 +28,7 @@ from harness.cliargs import CLUSTERS, Seconds, check_writable_dir, ssh_options, 
 from harness.errors import BadArgument, BadHistory
 from harness.history import NEMESIS, Op, read_history
 from results.store import stamped_dir
+from harness.safefile import read_inside, write_atomic
 from workloads.external import reference_client
 
 
@@ -208,8 +209,8 @@ def judge(scenario: str, variant: str, seed: int, run_dir: Path) -> dict:
 
     expect = SCENARIOS[scenario].variants[variant][1]
     results = read_results(run_dir)
-    history = read_history(run_dir / "history.jsonl")
-    spec = json.loads((run_dir / "spec.json").read_text())
+    history = read_history(run_dir)  # it and spec.json must resolve inside the run dir
+    spec = json.loads(read_inside(run_dir, run_dir / "spec.json"))
     summary = dict(results["summary"], concurrency=spec.get("concurrency"))
     errors = []
     try:
@@ -416,7 +417,7 @@ def reproduce(names, all_, seeds, first_seed, time_limit, store, cluster, hosts,
         raise BadArgument("--seeds must be 1..100, --first-seed 0..2^31-1 and --time-limit 5..60 seconds")
     check_writable_dir(store, "--store")
     out_dir = stamped_dir(Path(store) / "reproduce")
-    rows_file = (out_dir / "rows.jsonl").open("a")
+    rows_file = (out_dir / "rows.jsonl").open("x")  # a fresh dir: a file or link already there is refused
 
     def record(row: dict) -> None:
         rows_file.write(json.dumps(row) + "\n")
@@ -430,7 +431,8 @@ def reproduce(names, all_, seeds, first_seed, time_limit, store, cluster, hosts,
     finally:  # a campaign cut short (Ctrl-C) still leaves the table of the runs it finished
         rows_file.close()
         if rows:
-            (out_dir / "summary.md").write_text(
+            write_atomic(
+                out_dir / "summary.md",
                 f"`chaos reproduce {name or '--all'} --seeds {seeds} --first-seed {first_seed} "
                 f"--time-limit {time_limit:g}{'' if cluster == 'local' else ' --cluster ' + cluster}`, "
                 f"{time.strftime('%Y-%m-%d')}\n\n{summary_table(rows)}\n")

@@ -68,7 +68,7 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
     nemeses = [plugins.nemesis_class(n)() for n in spec.nemesis]
     run_id = store.new_run_id()
     run_dir = store.new_run_dir(spec.store, spec.name)
-    (run_dir / "spec.json").write_text(spec.to_json())
+    store.write_spec(run_dir, spec)
     history = HistoryWriter(run_dir / "history.jsonl")
     cluster = make_cluster(spec, run_id, run_dir / "nodes", nemeses)
     nemesis = Compose(nemeses)

@@ -1,19 +1,17 @@
 """Files inside a directory, and only there: how chaoslock reads and writes a run dir.
 
-A run dir (and the store around it) is data from outside: servers write their logs into
-it, runs are copied in from CI, a store may sit in a shared directory. Whoever can write
-there can plant a symlink, and chaoslock often runs as root, so tailing
-`RUN/nodes/n1.log -> /etc/shadow` into report.html, or writing ops.csv through
-`RUN/ops.csv -> /etc/passwd`, would hand them any file on the machine. Hence two rules:
+A run dir (and the store around it) is data from outside: servers write logs into it, runs
+are copied in from CI, a store may be shared. Whoever can write there can plant a symlink,
+and chaoslock often runs as root: tailing `RUN/nodes/n1.log -> /etc/shadow` into
+report.html, or writing ops.csv through `RUN/ops.csv -> /etc/passwd`, would hand them any
+file on the machine. Hence two rules:
 
 - a file read from a run dir (or served from the store) must resolve inside it and be a
-  regular file (a FIFO would block the reader forever): `inside`, `open_inside`,
-  `read_inside`. The check is made on the path, then again on the opened descriptor, so
-  a link swapped in between the two is caught too.
-- a file written into one replaces its name: a temp file created exclusively (O_EXCL, so
-  never through a link) in the same directory, then os.replace, which replaces a link
-  rather than writing through it, and leaves readers the old file or the new one, never
-  half of one: `write_atomic`, `atomic_open`.
+  regular file (a FIFO would block the reader): `inside`, `open_inside`, `read_inside`.
+  The path is checked, then the opened descriptor, so a link swapped in between is caught.
+- a file written into one replaces its name: a temp file created exclusively (O_EXCL) in
+  the same directory, then os.replace, which replaces a link instead of writing through it
+  and leaves readers the old file or the new one, never half: `atomic_open`, `write_atomic`.
 
 Links that resolve inside are fine: store/latest is one.
 """
@@ -29,9 +27,6 @@ from typing import IO, Iterator
 
 from harness.errors import BadArgument
 
-_LINK_FIX = "replace the link with the file itself, or remove it"
-
-
 def _within(root_real: str, real: str) -> bool:
     return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
 
@@ -41,37 +36,32 @@ def is_inside(root: str | os.PathLike, path: str | os.PathLike) -> bool:
     return _within(os.path.realpath(root), os.path.realpath(path))
 
 
-def inside(root: str | os.PathLike, path: str | os.PathLike) -> Path:
-    """realpath(path), if it is realpath(root) or lies under it; otherwise a BadArgument
-    naming `path`, where it leads and the fix. `path` need not exist."""
-    real = os.path.realpath(path)
+def inside(root: str | os.PathLike, path: str | os.PathLike, real: str | None = None) -> Path:
+    """realpath(path) (or `real`, what it was found to be), if it is realpath(root) or lies
+    under it; otherwise a BadArgument naming `path`, where it leads and the fix. `path`
+    need not exist."""
+    real = real or os.path.realpath(path)
     if not _within(os.path.realpath(root), real):
         raise BadArgument(f"{path} resolves to {real}, outside {root}; chaoslock reads and writes only files "
-                          f"inside it: {_LINK_FIX}")
+                          f"inside it: replace the link with the file itself, or remove it")
     return Path(real)
 
 
 def _check_fd(root: str | os.PathLike | None, fd: int, path: str | os.PathLike) -> None:
     """Repeat the check on what was really opened (Linux names it in /proc/self/fd)."""
-    if root is None:
-        return
     try:
         real = os.readlink(f"/proc/self/fd/{fd}").removesuffix(" (deleted)")
     except OSError:  # no /proc: the check on the path stands alone
         return
-    if real.startswith(os.sep) and not _within(os.path.realpath(root), real):
-        raise BadArgument(f"{path} leads to {real}, outside {root}; chaoslock reads and writes only files inside "
-                          f"it: {_LINK_FIX}")
+    if root is not None and real.startswith(os.sep):
+        inside(root, path, real)
 
 
 def open_inside(root: str | os.PathLike | None, path: str | os.PathLike) -> IO[bytes]:
-    """`path` opened for reading (binary), if it resolves inside `root` and is a regular
-    file. `root` None checks the kind only (a file the user named directly).
-
-    Raises BadArgument naming the file and the fix when it leads out or is not a regular
-    file (a FIFO, a device, a directory: it is never read, so it cannot block), and
-    OSError (FileNotFoundError, PermissionError) as open() would. Must not be used on a
-    path the caller has not first decided to read: it does open it."""
+    """`path` opened for binary reading, if it resolves inside `root` (None: a file the user
+    named directly, any place) and is a regular file; otherwise a BadArgument naming it and
+    the fix (a FIFO or device is never read, so it cannot block). OSError as open() raises
+    it (missing, no permission)."""
     if root is not None:
         inside(root, path)
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
@@ -95,16 +85,13 @@ def read_inside(root: str | os.PathLike | None, path: str | os.PathLike) -> byte
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "w", *, root: str | os.PathLike | None = None,
                 encoding: str = "utf-8", newline: str | None = None) -> Iterator[IO]:
-    """A file to write `path`'s new content into ("w" text, "wb" bytes); on a clean exit it
-    replaces `path` (a file or a link: the link itself is replaced, its target untouched).
-    If the block raises, `path` keeps its old content and the temp file is removed.
-
-    The temp file is created with O_EXCL in `path`'s directory, opened once and reached
-    through that directory's descriptor, so no link, planted before or during the write,
-    is ever written through. It gets the usual permissions (0666 less the umask), as
-    open() would give, not mkstemp's 0600. `root`: the directory `path`'s parent must
-    resolve inside (a BadArgument otherwise); None checks nothing more. fsync is not
-    called: a crash may lose the new content, never leave half of it under `path`."""
+    """A file to write `path`'s new content into ("w" text, "wb" bytes); a clean exit
+    replaces `path` (a link there is replaced, its target untouched), an exception leaves
+    `path` as it was and removes the temp file. The temp file is created with O_EXCL in
+    `path`'s directory, reached through that directory's descriptor, so no link, planted
+    before or during the write, is written through; it gets open()'s permissions (0666 less
+    the umask), not mkstemp's 0600. `root`: `path`'s parent must resolve inside it (else a
+    BadArgument). No fsync: a crash may lose the new content, never leave half of it."""
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_open writes a whole file: mode 'w' or 'wb', not {mode!r}")
     path = Path(path)
@@ -113,17 +100,8 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", *, root: str | os.Path
     dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         _check_fd(root, dfd, path.parent)
-        for _ in range(100):
-            tmp = f".{path.name[:200]}.{secrets.token_hex(4)}.tmp"
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666,
-                             dir_fd=dfd)
-                break
-            except FileExistsError:
-                continue
-        else:
-            raise BadArgument(f"cannot create a temp file beside {path}; clear the .{path.name}.*.tmp files in "
-                              f"{path.parent}")
+        tmp = f".{path.name[:200]}.{secrets.token_hex(8)}.tmp"  # 64 random bits: nobody plants it first
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dfd)
         try:
             text = {} if "b" in mode else {"encoding": encoding, "newline": newline}
             with os.fdopen(fd, mode, **text) as f:

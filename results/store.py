@@ -56,6 +56,13 @@ def write_json(path: Path, data: Any) -> None:
     write_atomic(path, json.dumps(data, indent=2, default=str))
 
 
+def write_spec(run_dir: Path, spec: Any) -> None:
+    """Write the run's TestSpec as run_dir/spec.json (read back by read_spec), never through a link."""
+    from harness.safefile import write_atomic
+
+    write_atomic(Path(run_dir) / "spec.json", spec.to_json())
+
+
 def read_results(run_dir: str | os.PathLike) -> dict:
     """The results.json of a run dir, or one sentence (BadArgument) on why it cannot be read
     (a results.json that resolves outside the run dir is never read)."""

@@ -3,7 +3,8 @@
 Each cell: the measured value (median over the repetitions, with the spread when there
 was more than one), the articles' claim and the verdict. The pages only read the table
 built by `table()`; nothing is judged here. compare.html is self-contained (inline SVG
-bar charts, no script fetched, a CSP forbidding any), like the run report.
+bar charts, no script fetched, a CSP forbidding any), like the run report. Each file
+replaces its name, never writing through a link (harness/safefile.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from harness.safefile import atomic_open, write_atomic
 from harness.compare.claims import CONFIRMED, INCONCLUSIVE, NOT_CLAIMED, REFUTED, ROWS, verdict
 from results.svg import esc
 
@@ -66,7 +68,7 @@ def ratios(cells: list[dict], backends: list[str]) -> list[str]:
 
 
 def write_csv(path: Path, cells: list[dict]) -> None:
-    with open(path, "w", newline="") as f:
+    with atomic_open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["row", "backend", "value", "spread_min", "spread_max", "claim", "verdict", "runs"])
         for c in cells:
@@ -101,7 +103,7 @@ def write_md(path: Path, cells: list[dict], backends: list[str], meta: dict) -> 
     lines += ["", f"{counts[CONFIRMED]} claims confirmed, {counts[REFUTED]} refuted, {counts[INCONCLUSIVE]} "
               "inconclusive.", "", *[f"- {r}" for r in ratios(cells, backends)], "", *meta.get("notes", []), "", f"Run dirs are listed in compare.csv. Took "
               f"{meta['took_s']:.0f} s.", ""]
-    path.write_text("\n".join(lines))
+    write_atomic(path, "\n".join(lines))
 
 
 def _bars(row_id: str, title: str, cells: list[dict], backends: list[str]) -> str:
@@ -156,4 +158,4 @@ def write_html(path: Path, cells: list[dict], backends: list[str], meta: dict) -
         out.append("</tr>")
     out.append("</table><ul>" + "".join(f"<li>{e(r)}</li>" for r in ratios(cells, backends)) + "</ul>"
                + "".join(f"<p>{e(n)}</p>" for n in meta.get("notes", [])) + "</body></html>")
-    path.write_text("\n".join(out))
+    write_atomic(path, "\n".join(out))

@@ -35,6 +35,7 @@ from harness.matrix.cells import Job, Runner
 from harness.matrix.expectations import Expectations, default_expectations
 from harness.matrix.html import write_html
 from harness.matrix.judge import rejudge
+from harness.safefile import write_atomic
 from harness.matrix.report import report
 from harness.matrix.rows import read_csv, write_csv
 
@@ -118,7 +119,7 @@ def matrix(backends, nemeses, fencing, seeds, time_limit, concurrency, parallel,
         print(f"warning: --parallel {parallel} on {cpus} cores: runs share CPUs, so timing-sensitive cells may "
               f"change verdict; use --parallel {max(1, cpus // 2)} for stable results", file=human)
     mdir = _new_dir(store)
-    (mdir / "matrix.json").write_text(json.dumps({"command": " ".join(["chaos"] + sys.argv[1:]), "expectations": exp.path,
+    write_atomic(mdir / "matrix.json", json.dumps({"command": " ".join(["chaos"] + sys.argv[1:]), "expectations": exp.path,
                                                   "jobs": len(jobs), "skipped": skipped}, indent=1))
     runner = Runner(time_limit=time_limit, concurrency=concurrency, store=store, log_dir=mdir / "logs")
     t0 = time.monotonic()

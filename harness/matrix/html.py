@@ -1,10 +1,13 @@
-"""matrix.html: the judged cells as one self-contained grid; it only reads what judge.py decided."""
+"""matrix.html: the judged cells as one self-contained grid; it only reads what judge.py decided.
+The file replaces its name, never writing through a link (harness/safefile.py)."""
 
 from __future__ import annotations
 
 import html
 import os
 from pathlib import Path
+
+from harness.safefile import write_atomic
 
 COLOURS = {"safe": "#c8f0c8", "unsafe": "#f6c1c1", "unknown": "#fbe3a6", "unsupported": "#d8d8f0", "crash": "#b9b9b9",
            "skipped": "#eeeeee"}
@@ -43,7 +46,7 @@ def write_html(path: Path, cells: list[dict], skipped: list[dict], *, title: str
                 out.append("<td></td>")
         out.append("</tr>")
     out.append("</table></body></html>")
-    path.write_text("\n".join(out))
+    write_atomic(path, "\n".join(out))
 
 
 def _seed_html(r: dict, base: Path) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import os
 from pathlib import Path
 
 from harness.errors import BadArgument
@@ -14,13 +13,14 @@ CSV_FIELDS = ("backend", "nemesis", "fencing", "seed", "valid", "violations", "s
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:
-    tmp = path.with_suffix(".csv.tmp")
-    with open(tmp, "w", newline="") as f:
+    """Replace `path` with the rows, never writing through a link (harness/safefile.py)."""
+    from harness.safefile import atomic_open
+
+    with atomic_open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
         w.writeheader()
         for r in rows:
             w.writerow({k: ("true" if v is True else "false" if v is False else v) for k, v in r.items()})
-    os.replace(tmp, path)
 
 
 def read_csv(path: Path) -> list[dict]:

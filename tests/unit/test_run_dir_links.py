@@ -131,3 +131,34 @@ def test_the_index_does_not_read_a_results_json_that_leads_out(tmp_path):
     (root / "a" / "20260101T000001" / "results.json").symlink_to(out / "results.json")
     page = write_index(root).read_text()
     assert SECRET not in page and "unreadable" in page
+
+
+def _writers():
+    from harness.compare import page
+    from harness.matrix import html as matrix_html, rows as matrix_rows
+    from results.csv import write_ops_csv
+
+    meta = {"plan": "quick", "when": "now", "machine": "this one", "took_s": 1.0}
+    return {
+        "compare.csv": lambda d: page.write_csv(d / "compare.csv", []),
+        "compare.md": lambda d: page.write_md(d / "compare.md", [], [], meta),
+        "compare.html": lambda d: page.write_html(d / "compare.html", [], [], meta),
+        "matrix.csv": lambda d: matrix_rows.write_csv(d / "matrix.csv", []),
+        "matrix.html": lambda d: matrix_html.write_html(d / "matrix.html", [], [], title="m"),
+        "spec.json": lambda d: store.write_spec(d, TestSpec()),
+        "ops.csv": lambda d: write_ops_csv([], d / "ops.csv"),
+        "index.html": lambda d: write_index(d),
+    }
+
+
+@pytest.mark.parametrize("name", list(_writers()))
+def test_every_writer_replaces_a_link_instead_of_writing_through_it(tmp_path, name):
+    d, victim = tmp_path / "out", tmp_path / "victim"
+    d.mkdir()
+    victim.write_text("precious")
+    # the name and the fixed temp names writers used (a temp file written through a link is the same hole)
+    for planted in {name, f"{name}.tmp", Path(name).with_suffix(".csv.tmp").name, Path(name).with_suffix(".tmp").name}:
+        (d / planted).symlink_to(victim)
+    _writers()[name](d)
+    assert victim.read_text() == "precious"
+    assert (d / name).is_file() and not (d / name).is_symlink()
