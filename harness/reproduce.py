@@ -26,9 +26,9 @@ import click
 from harness.checker.lock import holding_windows
 from harness.cliargs import CLUSTERS, Seconds, check_writable_dir, ssh_options, ssh_settings
 from harness.errors import BadArgument, BadHistory
+from harness.safefile import read_inside, write_atomic
 from harness.history import NEMESIS, Op, read_history
 from results.store import stamped_dir
-from harness.safefile import read_inside, write_atomic
 from workloads.external import reference_client
 
 

@@ -31,11 +31,11 @@ import click
 from harness.cliargs import Seconds, check_writable_dir, check_writable_file
 from harness import interrupts
 from harness.errors import BadArgument
+from harness.safefile import write_atomic
 from harness.matrix.cells import Job, Runner
 from harness.matrix.expectations import Expectations, default_expectations
 from harness.matrix.html import write_html
 from harness.matrix.judge import rejudge
-from harness.safefile import write_atomic
 from harness.matrix.report import report
 from harness.matrix.rows import read_csv, write_csv
 
