@@ -265,8 +265,13 @@ def test_faults_outside_the_moment_or_on_others_never_change_an_explained_cause(
     assert before == case
     for _ in range(n):  # each after the whole story (t > 7 s), or on the third worker only
         f, value, heal = rng.choice(UNRELATED)
-        at = rng.uniform(8, 30) if not (isinstance(value, dict) and value.get("worker") == 2) else rng.uniform(0, 8)
-        h.fault(f, at, value, heal, at + rng.uniform(0.1, 3))
+        while True:  # the nemesis is one process: its ops never interleave (an invoke, then its completion)
+            at = rng.uniform(8, 30) if not (isinstance(value, dict) and value.get("worker") == 2) else rng.uniform(0, 8)
+            heal_at = at + rng.uniform(0.1, 3)
+            busy = [o.time_ns / S for o in h.ops if o.process == NEMESIS]
+            if all(abs(t - b) > 0.02 for t in (at, at + 0.01, heal_at, heal_at + 0.01) for b in busy):
+                break
+        h.fault(f, at, value, heal, heal_at)
     h.ops.sort(key=lambda o: o.time_ns)
     h.ops = [Op(index=i, time_ns=o.time_ns, process=o.process, type=o.type, f=o.f, key=o.key, value=o.value,
                 token=o.token, valid_until_ns=o.valid_until_ns) for i, o in enumerate(h.ops)]
