@@ -101,6 +101,7 @@ def client_check(command, servers, ttl_ms):
     from harness.cluster.local import state_root
     from harness.spec import TestSpec
     from results.store import new_run_id
+    from harness.cluster.containment import PROCS_ENV
     from workloads.external import LOG_ENV, ClientBroke, ExternalClient
 
     spec = TestSpec(backend="external", concurrency=1,
@@ -114,6 +115,8 @@ def client_check(command, servers, ttl_ms):
     os.environ[LOG_ENV] = os.path.join(logs, "client.log")
     try:
         cluster.up()
+        if cluster.contained is not None and cluster.contained.procs("clients"):
+            os.environ[PROCS_ENV] = cluster.contained.procs("clients")  # each client process joins the run's cgroup
         lock_nodes = [n for n in cluster.nodes if n.role == "lock"]
         for _ in range(2):
             c = ExternalClient(spec.options, None)
@@ -132,6 +135,7 @@ def client_check(command, servers, ttl_ms):
     finally:
         for c in clients:
             c.close()
+        os.environ.pop(PROCS_ENV, None)
         cluster.down()
         shutil.rmtree(logs, ignore_errors=True)
     print(f"{'all steps passed' if not failed else f'{failed} step(s) failed'}: `{shlex.join(shlex.split(command))}`")

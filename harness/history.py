@@ -269,11 +269,14 @@ class HistoryWriter:
         # would number its ops from 0 again
         self._f = open(self.path, "x", encoding="utf-8", buffering=1)
         self._next = 0
+        self.size = 0  # characters written so far (bytes, for the ASCII that json.dumps writes)
 
     def append(self, op: Op) -> Op:
         op = op.with_index(self._next)
         self._next += 1
-        self._f.write(_dumps(op.to_dict()) + "\n")  # line buffered: one flush per write
+        line = _dumps(op.to_dict()) + "\n"
+        self._f.write(line)  # line buffered: one flush per write
+        self.size += len(line)
         return op
 
     def record(self, batch: list[dict], where: str) -> int:
@@ -290,7 +293,9 @@ class HistoryWriter:
             lines.append(_dumps({"index": i, **d}))
             i += 1
         self._next = i
-        self._f.write("\n".join(lines) + "\n")  # line buffered: one flush per write
+        text = "\n".join(lines) + "\n"
+        self._f.write(text)  # line buffered: one flush per write
+        self.size += len(text)
         return first
 
     @staticmethod

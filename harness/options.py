@@ -98,7 +98,14 @@ CLUSTER_OPTIONS = (
            help="valkey keeps keys across a kill (append-only file); off: a killed node restarts empty"),
     Option(name="zk_clock", type=str, default="timewarp", choices=("timewarp", "faketime"),
            help="how clock-skew moves ZooKeeper's clock: vDSO patch (wall clock only) or libfaketime (also monotonic)"),
+    Option(name="max_history_mb", type=int, default=2048, min=1, max=1_000_000,
+           help="the history may grow to this many MB; a run that reaches it stops its workload there, with a note"),
 )
+
+
+def cluster_option(options: Mapping[str, Any], name: str) -> Any:
+    """The value of one of CLUSTER_OPTIONS, by name, from a run's options."""
+    return read(options, next(o for o in CLUSTER_OPTIONS if o.name == name))
 
 
 def declared(component: Any) -> tuple[Option, ...] | None:

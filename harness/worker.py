@@ -38,6 +38,8 @@ from workloads.resource import STALE, StaleToken
 READY = "ready"  # the message a worker sends once its client is open
 DONE = "done"  # the message a worker sends after its last op: {DONE: index}
 FAILED = "failed"  # the message a worker sends instead when it cannot go on: {FAILED: index, "error", "bad_argument"}
+THROTTLED = "throttled"  # the message a worker sends the first time its recording is slowed: {THROTTLED: index}
+MAX_OPS_PER_S = 50_000  # most ops one worker records per second (a client answering in no time floods the history)
 SAFETY_MARGIN = 0.2  # fraction of the TTL kept free between the end of a hold and expiry
 
 
@@ -52,6 +54,7 @@ class WorkerArgs:
     clock_seen: Any = None  # the offsets external client processes report of their own clocks
     holding: Any = None  # shared flags, one per worker: 1 from an ok acquire to its release (pause-holder aims by it)
     log_path: str | None = None  # where the client libraries' own logging goes
+    cgroup_procs: str | None = None  # the run's clients cgroup (harness/cluster/containment.py), joined first
 
 
 class Recorder:
@@ -66,13 +69,17 @@ class Recorder:
     a few dozen messages, not eight thousand. Each op is still stamped when it happens;
     only its delivery waits."""
 
-    def __init__(self, queue, process: int, holding=None, index: int = 0, batch: int | None = None):
+    def __init__(self, queue, process: int, holding=None, index: int = 0, batch: int | None = None,
+                 max_rate: int = MAX_OPS_PER_S):
         self.queue = queue
         self.process = process
         self.holding, self.index = holding, index
         self.batch = batch
         self.kept: list[dict] = []
         self.since = 0.0  # monotonic time of the oldest kept op
+        self.window, self.in_window = time.monotonic(), 0  # the current second and the ops sent in it
+        self.max_rate = max_rate
+        self.throttled = 0  # seconds in which this worker was slowed to max_rate
 
     def __call__(self, type_: str, f: str, **kw) -> None:
         if self.holding is not None:
@@ -94,10 +101,22 @@ class Recorder:
             self.flush()
 
     def flush(self) -> None:
-        """Send what is kept."""
+        """Send what is kept. A worker that has sent MAX_OPS_PER_S ops in the current second
+        waits for the next one (told to the runner once): no op is dropped, since a history
+        with holes proves nothing, but no client can flood the runner and the disk."""
         if self.kept:
             self.queue.put(self.kept)
+            self.in_window += len(self.kept)
             self.kept = []
+            now = time.monotonic()
+            if now - self.window >= 1.0:
+                self.window, self.in_window = now, 0
+            elif self.in_window > self.max_rate:
+                if not self.throttled:
+                    self.queue.put({THROTTLED: self.index})
+                self.throttled += 1
+                time.sleep(1.0 - (now - self.window))
+                self.window, self.in_window = time.monotonic(), 0
 
     def settle(self) -> None:
         """Send what is kept if the oldest of it has waited FLUSH_S."""
@@ -115,10 +134,13 @@ def worker_main(args: WorkerArgs, queue, stop, go) -> None:
 
     Must not print a traceback on the user's terminal: an error that ends the worker goes,
     with its traceback, to the worker's log, and as one FAILED message to the runner."""
+    if args.cgroup_procs:  # the fork server is in it already; this holds where it could not join
+        from harness.cluster.containment import RunCgroup
+
+        RunCgroup.join_file(args.cgroup_procs)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner owns Ctrl-C and stops us
     os.setpgid(0, 0)  # a group of our own: a pause stops us and an external client's process together
     die_with_parent()  # a SIGKILLed runner must not leave its workers looping (they carry no run id)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})  # blocked while we were spawned
     try:
         _work(args, queue, stop, go)
     except BaseException as e:
@@ -146,8 +168,11 @@ def worker_main(args: WorkerArgs, queue, stop, go) -> None:
 
 def _work(args: WorkerArgs, queue, stop, go) -> None:
     if args.log_path:
-        # Client libraries (kazoo, pottery, grpc) log to stderr; keep that in the run dir.
-        logging.basicConfig(filename=args.log_path, level=logging.INFO,
+        # Client libraries (kazoo, pottery, grpc) log to stderr; keep that in the run dir, up
+        # to a cap (a library that logs every retry of a dead server would fill the store).
+        from harness.outputcap import CappedHandler
+
+        logging.basicConfig(handlers=[CappedHandler(args.log_path)], level=logging.INFO,
                             format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if args.log_path:
         from workloads.external import LOG_ENV
@@ -374,14 +399,53 @@ def _context():
     return ctx
 
 
-def _stop_forkserver() -> None:
-    """Stop this process's fork server, after its workers are gone (its death kills them).
-    multiprocessing has no public call for it; its own tests use ForkServer._stop."""
+def _forkserver_pid() -> int | None:
     from multiprocessing import forkserver
 
-    stop = getattr(forkserver._forkserver, "_stop", None)
-    if stop is not None:
-        stop()
+    return getattr(forkserver._forkserver, "_forkserver_pid", None)
+
+
+def _stop_forkserver(wait_s: float = 3.0) -> None:
+    """Stop this process's fork server, after its workers are gone (its death kills them:
+    PR_SET_PDEATHSIG). multiprocessing has no public call for it; its own tests use
+    ForkServer._stop, which waits until every process holding the server's "alive" pipe has
+    exited: a child nobody stopped would make that wait last for ever, so the server gets
+    wait_s to leave and is killed after that."""
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver
+    pid = getattr(server, "_forkserver_pid", None)
+    if pid is None:
+        return
+    deadline = time.monotonic() + wait_s
+    try:
+        os.close(server._forkserver_alive_fd)
+    except OSError:
+        pass
+    while True:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if done:
+            break
+        if time.monotonic() > deadline:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(pid, 0)
+            break
+        time.sleep(0.01)
+    address = server._forkserver_address
+    server._forkserver_alive_fd = server._forkserver_pid = server._forkserver_address = None
+    from multiprocessing import util
+
+    if address and not util.is_abstract_socket_namespace(address):
+        try:
+            os.unlink(address)
+        except OSError:
+            pass
 
 
 class Workers:
@@ -401,6 +465,10 @@ class Workers:
         self.paused: set[int] = set()
         self.log_dir = log_dir
         state = getattr(cluster, "dir", None)  # the run's state dir (harness/cluster/local.py)
+        self.contained = getattr(cluster, "contained", None)  # the run's cgroup (harness/cluster/containment.py)
+        self.run_id = getattr(cluster, "run_id", None)
+        self.strays: list[str] = []  # processes left in the clients' cgroup after the workers stopped
+        procs = self.contained.procs("clients") if self.contained is not None else None
         self.mp_dir = Path(state) / "mp" if state is not None else None
         self.options = dict(spec.options)
         store_node = next(n for n in cluster.nodes if n.role == "store")
@@ -408,26 +476,41 @@ class Workers:
             place = cluster.client(i)  # compose workers reach the servers through their own proxies
             args = WorkerArgs(index=i, spec=spec, nodes=place.nodes, store=store_node, netns=place.netns,
                               clocks=self.clocks, clock_seen=self.clock_seen, holding=self.holding,
-                              log_path=str(log_dir / f"worker-c{i + 1}.log") if log_dir else None)
+                              log_path=str(log_dir / f"worker-c{i + 1}.log") if log_dir else None,
+                              cgroup_procs=procs)
             self.procs.append(self.ctx.Process(target=worker_main, args=(args, self.queue, self.stop_event, self.go),
                                                name=f"chaos-worker-{i}", daemon=True))
 
     def start(self, timeout: float = 60.0) -> None:
         """Spawn every worker, wait until each has opened its client, then let them go."""
-        # Ctrl-C waits until every worker is spawned: a parent interrupted while it pickles a
-        # worker's arguments leaves a child dying with a traceback. The children inherit the
-        # block and lift it once they ignore SIGINT (the runner owns Ctrl-C).
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        # Ctrl-C waits until every worker is spawned: a start cut half way leaves a child the
+        # fork server made but no Process object knows, which nothing would stop.
+        from harness.cluster.containment import PROCS_ENV
+        from harness.cluster.local import RUN_ENV
+        from harness.interrupts import deferred
+
         if self.mp_dir is not None:
             # The fork server's socket lives here, in the run's state dir, which teardown and
             # `chaos cluster down --all` remove: not in a /tmp/pymp-* that a SIGKILL leaves.
             self.mp_dir.mkdir(parents=True, exist_ok=True)
             mp.current_process()._config["tempdir"] = str(self.mp_dir)
-        try:
-            for p in self.procs:
-                p.start()
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        # The fork server starts with the first worker and takes this environment: it joins
+        # the run's cgroup (forkserver_guard) and its workers carry the run id.
+        env = {PROCS_ENV: self.contained.procs("clients") if self.contained is not None else None, RUN_ENV: self.run_id}
+        before = {k: os.environ.get(k) for k in env}
+        with deferred():
+            try:
+                for k, v in env.items():
+                    if v is not None:
+                        os.environ[k] = v
+                for p in self.procs:
+                    p.start()
+            finally:
+                for k, v in before.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
         ready: set[int] = set()
         deadline = time.monotonic() + timeout
         while len(ready) < len(self.procs):
@@ -518,6 +601,11 @@ class Workers:
                 p.kill()
                 p.join(2)
                 killed.append(i)
+        if self.contained is not None:
+            # What the workers left: a client's grandchild that hid with setsid, a worker forked
+            # but never known (a start cut short). The fork server is in there too.
+            server = _forkserver_pid()
+            self.strays = [s for s in self.contained.kill("clients") if not s.startswith(f"{server} ")]
         _stop_forkserver()
         if self.mp_dir is not None:
             mp.current_process()._config.pop("tempdir", None)

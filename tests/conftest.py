@@ -55,9 +55,18 @@ def no_leftovers(request):
     if request.node.get_closest_marker("integration") is None:
         yield
         return
-    before = _run_ids()
+    from harness.cluster.containment import leftover_runs
+
+    before, cgroups_before = _run_ids(), leftover_runs()
     yield
     new = _run_ids() - before
+    left_cgroups = leftover_runs() - cgroups_before
+    if left_cgroups and not new:
+        from harness.cluster.reaper import kill_run
+
+        for rid in left_cgroups:
+            kill_run(rid)
+        pytest.fail(f"test left the cgroup(s) of run(s) {sorted(left_cgroups)} behind (cleaned up now)")
     if new:
         from harness.cluster.reaper import kill_run
 

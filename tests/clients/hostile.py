@@ -76,8 +76,7 @@ for line in sys.stdin:
         os.write(1, ('{"id": %d, "type": "ok", "value": "' % req["id"] + "v" * (20 << 20)).encode())
         time.sleep(3600)
     if op == "acquire" and mode == "deep-json":
-        say({"id": req["id"], "type": "ok", "value": "v", "token": 1, "valid_ms": 100})
-        os.write(1, ('{"id": %d, "type": "ok", "value": ' % (req["id"] + 1) + "[" * 100_000 + "]" * 100_000 + "}\n").encode())
+        os.write(1, ('{"id": %d, "type": "ok", "value": ' % req["id"] + "[" * 100_000 + "]" * 100_000 + "}\n").encode())
         continue
     try:
         if op == "acquire":

@@ -56,3 +56,32 @@ def test_a_batching_recorder_sends_lists_on_flush_when_full_and_once_settled(mon
     rec.flush()
     rec.flush()  # nothing kept: nothing sent
     assert len(sink) == 3 and sink[2][0]["process"] == 2
+
+
+def test_a_worker_past_its_op_rate_waits_for_the_next_second_and_says_so_once():
+    """A client that answers in no time must not flood the runner and the disk: past
+    max_rate ops in a second the worker waits, no op is dropped, and the runner hears once."""
+    import time
+
+    from harness.worker import THROTTLED
+
+    sink = Sink()
+    rec = Recorder(sink, 0, batch=10, max_rate=50)
+    t = time.monotonic()
+    for _ in range(120):
+        rec("ok", "read", value=1)
+    rec.flush()
+    took = time.monotonic() - t
+    ops = [op for batch in sink if isinstance(batch, list) for op in batch]
+    assert len(ops) == 120, "every op is still sent"
+    assert [m for m in sink if isinstance(m, dict)] == [{THROTTLED: 0}]
+    assert rec.throttled >= 2 and took >= 1.5, (rec.throttled, took)
+
+
+def test_a_worker_below_its_op_rate_is_never_slowed():
+    sink = Sink()
+    rec = Recorder(sink, 0, batch=10, max_rate=10_000)
+    for _ in range(500):
+        rec("ok", "read", value=1)
+    rec.flush()
+    assert rec.throttled == 0 and all(isinstance(b, list) for b in sink)
