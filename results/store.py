@@ -31,7 +31,11 @@ def stamped_dir(parent: str | os.PathLike) -> Path:
 
 def new_run_dir(store: str | os.PathLike, name: str) -> Path:
     """A fresh run dir with its nodes/ subdir. `latest` is not moved here: the runner links
-    it once the run has really started (a run that failed to start must not become latest)."""
+    it once the run has really started (a run that failed to start must not become latest).
+    store/<name> must resolve inside the store: a link out of it is a BadArgument."""
+    from harness.safefile import inside
+
+    inside(store, Path(store) / name)
     d = stamped_dir(Path(store) / name)
     (d / "nodes").mkdir()
     return d

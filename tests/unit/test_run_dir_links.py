@@ -162,3 +162,14 @@ def test_every_writer_replaces_a_link_instead_of_writing_through_it(tmp_path, na
     _writers()[name](d)
     assert victim.read_text() == "precious"
     assert (d / name).is_file() and not (d / name).is_symlink()
+
+
+def test_a_test_dir_that_leads_out_of_the_store_gets_no_run(tmp_path):
+    root, out = tmp_path / "store", tmp_path / "outside"
+    root.mkdir()
+    out.mkdir()
+    (root / "redlock-none").symlink_to(out)
+    with pytest.raises(BadArgument, match="redlock-none resolves to .*outside"):
+        store.new_run_dir(root, "redlock-none")
+    assert list(out.iterdir()) == []
+    assert store.new_run_dir(root, "etcd-none").parent == root / "etcd-none"
