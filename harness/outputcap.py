@@ -78,6 +78,32 @@ class CappedLog:
             self.fd = None
 
 
+def cap_file(path: str | os.PathLike, *, head: int = HEAD, tail: int = TAIL) -> int:
+    """Cut a finished log that a child wrote directly (a server's) to its first `head` and
+    last `tail` bytes, with the same note in between; return the bytes dropped (0: it was
+    within the cap, or it cannot be read). Replaced atomically, never written through a link."""
+    import tempfile
+
+    try:
+        size = os.lstat(path).st_size
+        if size <= head + tail or os.path.islink(path):
+            return 0
+        with open(path, "rb") as f:
+            first = f.read(head)
+            f.seek(size - tail)
+            last = f.read(tail)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".capped-")
+        with os.fdopen(fd, "wb") as out:
+            out.write(first)
+            out.write(f"\n[chaoslock: {size - head - tail:,} bytes of this log were dropped here; the first "
+                      f"{head >> 10} KiB and the last {tail >> 10} KiB are kept]\n".encode())
+            out.write(last)
+        os.replace(tmp, path)
+    except OSError:
+        return 0
+    return size - head - tail
+
+
 def pump(fd: int, sink: CappedLog, *, name: str = "output") -> threading.Thread:
     """A daemon thread that copies pipe `fd` into `sink` until EOF, then closes both. The
     child never blocks on a full pipe: everything is read, only the kept part is stored."""

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from harness.outputcap import cap_file
 from harness.cluster.base import Node, check_run_id
 from harness.cluster.compose_file import (
     BRIDGE, CLIENT_OFFSET, FAKETIME_LIB, GROUPS, NET, PEER_PORTS, PORTS, PROJECT, RUN_LABEL, TOPOLOGY,
@@ -209,6 +210,7 @@ class ComposeCluster(NetnsLinks, ServerCluster):
             for n in self.nodes:
                 if os.path.exists(n.log_path):
                     shutil.copyfile(n.log_path, self.log_dir / f"{n.name}.log")
+                    cap_file(self.log_dir / f"{n.name}.log")
         self._remove_state_dir()
 
     # -- ProcessControl ---------------------------------------------------------------------------

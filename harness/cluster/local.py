@@ -27,6 +27,7 @@ from harness.cluster.containment import RunCgroup, existing as existing_cgroups
 from harness.cluster.base import ClientPlace, CountsRequests, Node, client_hosts, ProcState, ServerKind, check_run_id, node_named
 from harness.errors import BadArgument, ClusterError, MissingDependency, PortInUse
 from harness.interrupts import deferred, quiet_group, shielded
+from harness.outputcap import cap_file
 
 RUN_ENV = "CHAOSLOCK_RUN"
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
@@ -390,6 +391,8 @@ class LocalCluster(ServerCluster):
                 log.close()
             except Exception:
                 pass
+        for node in self._nodes.values():  # what is kept of each server's own log is capped too
+            cap_file(node.log_path)
         if self.network is not None:
             try:
                 self.network.down()

@@ -281,6 +281,9 @@ def on_each(fn: Callable[[Host], Any], hosts: Sequence[Host], *, quiet: bool = F
     return [f.result() for f in futures if f.exception() is None]
 
 
+LOG_KEEP = 4 << 20  # bytes of each server log copied back from its host
+
+
 class SshCluster(ServerCluster):
     """Cluster, ProcessControl, ClockControl and NetworkControl on remote hosts. The lock
     servers go one per host, in order (more servers than hosts share them, 100 ports up);
@@ -429,10 +432,13 @@ class SshCluster(ServerCluster):
         """Copy the host's server logs here, then the helper's `down` there."""
         ssh = self._ssh[h.name]
         names = [n for n, where in self._where.items() if where == h]
-        try:
-            for name, text in zip(names, ssh.batch(self.run_id, [("read", f"{n}.log", 0) for n in names], timeout=60)):
-                (self.log_dir / f"{name}.log").write_text(text)
-        except (ClusterError, OSError, ValueError):
+        try:  # the last LOG_KEEP bytes of each: a host's log is the host's to fill, our store is not
+            sizes = ssh.batch(self.run_id, [("size", f"{n}.log") for n in names], timeout=60)
+            reads = [("read", f"{n}.log", max(0, int(size) - LOG_KEEP)) for n, size in zip(names, sizes)]
+            for name, size, text in zip(names, sizes, ssh.batch(self.run_id, reads, timeout=60)):
+                note = f"[chaoslock: the first {int(size) - LOG_KEEP:,} bytes of this log were left on {h.name}]\n"
+                (self.log_dir / f"{name}.log").write_text((note if int(size) > LOG_KEEP else "") + text)
+        except (ClusterError, OSError, ValueError, TypeError):
             pass
         try:
             ssh.helper(self.run_id, "down", timeout=60)
