@@ -17,7 +17,7 @@ from harness.checker.policy import summarize, verdicts
 from harness.history import read_history
 from results import store
 
-OUTCOME = "outcome.json"  # written by the runner: {"run_id", "interrupted", "started", "aborted"}
+OUTCOME = "outcome.json"  # written by the runner: {"run_id", "interrupted", "started", "aborted"[, "signal"]}
 
 
 def read_outcome(run_dir: Path | None) -> dict:
@@ -45,6 +45,8 @@ def unchecked(spec: Any, run_dir: Path, outcome: dict, reason: str) -> dict:
                "backend": getattr(spec, "backend", None), "nemesis": list(getattr(spec, "nemesis", ()) or ["none"]),
                "seed": getattr(spec, "seed", None), "fencing": getattr(spec, "fencing", None),
                "run_dir": str(run_dir), "outcome": outcome}
+    if outcome.get("signal"):
+        summary["interrupted_by"] = outcome["signal"]  # SIGINT (Ctrl-C) or SIGTERM
     doc = {"summary": summary, "checkers": {}}
     store.write_json(run_dir / "results.json", doc)
     return doc

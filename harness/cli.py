@@ -1,6 +1,8 @@
 """The `chaos` command line. Flags only build a TestSpec; `runner.run(spec)` does the work.
 
-Exit codes (DESIGN.md): 0 valid, 1 invalid, 2 unknown, 254 bad arguments, 255 crash.
+Exit codes (DESIGN.md): 0 valid, 1 invalid, 2 unknown, 130 interrupted by Ctrl-C (SIGINT),
+143 interrupted by SIGTERM, 254 bad arguments, 255 crash. An interrupted command says so on
+its last line ("exit code: 130 (interrupted by Ctrl-C)"), whatever it found before.
 Bad input gets one sentence that says what to do, never a traceback.
 """
 
@@ -10,6 +12,7 @@ import json
 import math
 import random
 import shlex
+import signal
 import sys
 import traceback
 
@@ -20,9 +23,13 @@ from harness.errors import EXIT_BAD_ARGS, EXIT_CRASH, EXIT_INVALID, EXIT_UNKNOWN
 
 
 def exit_code(valid) -> int:
-    if valid is True:
+    """0, 1 or 2 for a verdict as stored (parse_valid: anything unrecognised is unknown)."""
+    from harness.checker.base import parse_valid
+
+    v = parse_valid(valid)
+    if v is True:
         return EXIT_VALID
-    if valid is False:
+    if v is False:
         return EXIT_INVALID
     return EXIT_UNKNOWN
 
@@ -37,7 +44,10 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
     return out
 
 
-def verdict_text(s: dict) -> str:
+def verdict_text(s: dict, *, interrupted_by: int | None = None) -> str:
+    """The verdict of a summary in words; its last line is the exit code of the command that
+    prints it: the verdict's, or for a run ended by a signal (`interrupted_by`) 130 or 143,
+    saying so. (`chaos check` of a stored interrupted run was not interrupted itself.)"""
     from harness.checker.base import verdict_word
 
     v = s.get("valid")
@@ -76,7 +86,12 @@ def verdict_text(s: dict) -> str:
     if s.get("netns_fallback"):
         lines.append(f"  note: ran on loopback without namespaces ({s['netns_fallback']})")
     lines.append(f"  run dir: {s.get('run_dir')}")
-    lines.append(f"  exit code: {exit_code(v)}")
+    if interrupted_by is not None:
+        from harness import interrupts
+
+        lines.append(f"  {interrupts.exit_line(interrupted_by)}")
+    else:
+        lines.append(f"  exit code: {exit_code(v)}")
     return "\n".join(lines)
 
 
@@ -160,15 +175,18 @@ def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency
     for note in spec.notes():
         print(f"note: {note}", file=human)
     outcome = run_spec(spec, progress=True)
-    print(verdict_text(outcome.summary), file=human)
+    ended_by = (outcome.signal or signal.SIGINT) if outcome.interrupted else None
+    print(verdict_text(outcome.summary, interrupted_by=ended_by), file=human)
     if as_json:
         print(json.dumps(outcome.summary, default=str))
     if junit:
         from results.junit import cases_from_doc, write_junit
 
         write_junit(junit, cases_from_doc(outcome.results))
-    if outcome.interrupted:
-        return 130
+    if ended_by is not None:
+        from harness import interrupts
+
+        return interrupts.exit_code(ended_by)
     return exit_code(outcome.summary["valid"])
 
 
@@ -194,9 +212,11 @@ def check(path, model, time_limit, as_json):
     if model:
         from harness.checker.linearizable import LinearizableChecker
 
+        from harness.checker.base import parse_valid
+
         r = safe_check(LinearizableChecker(model, time_limit=time_limit), spec, history, name=model)
         out = r.to_dict()
-        valid = r.valid
+        valid = parse_valid(r.valid)
     else:
         results = verdicts(spec, history)
         # outcome.json lies beside the history: a crashed run's history alone is never VALID
@@ -270,12 +290,21 @@ cli.add_command(compare)
 
 
 def _terminate(signum, frame) -> None:
+    from harness import interrupts
+
+    interrupts.note(signum)  # so the command exits 143, not Ctrl-C's 130
     raise KeyboardInterrupt  # SIGTERM (a CI timeout, `kill`) tears down like Ctrl-C
 
 
-def main(argv: list[str] | None = None) -> None:
-    import signal
+def _interrupted() -> None:
+    """A command that a signal ended without a last line of its own: say so, exit 130 or 143."""
+    from harness import interrupts
 
+    print(f"chaos: INTERRUPTED; what it printed covers only what ran; {interrupts.exit_line()}", file=sys.stderr)
+    sys.exit(interrupts.exit_code())
+
+
+def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, _terminate)
     try:
         rv = cli.main(args=argv, prog_name="chaos", standalone_mode=False)
@@ -285,14 +314,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"chaos: {e.format_message()} (see chaos {e.ctx.command_path.split(' ', 1)[-1] if e.ctx else ''} --help)".replace(" chaos --help", " --help"), file=sys.stderr)
         sys.exit(EXIT_BAD_ARGS)
     except click.Abort:
-        print("chaos: interrupted", file=sys.stderr)
-        sys.exit(130)
+        _interrupted()
     except ChaosError as e:
         print(f"chaos: {e}", file=sys.stderr)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
-        print("chaos: interrupted", file=sys.stderr)
-        sys.exit(130)
+        _interrupted()
     except Exception as e:
         import tempfile
 

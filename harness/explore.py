@@ -5,7 +5,10 @@ clock-skew` the size of the clock jump; both are expressed as a multiple of the 
 Each probe is a real run with a fixed seed; a probe "breaks" when the mutex checker
 finds at least one overlap. Faults are random in where they land, so a single seed can
 miss a break that exists: the boundary reported is an upper bound for that seed, and
-`--seeds` probes each point with several seeds (any break counts).
+`--seeds` probes each point with several seeds (any break counts). A probe that found no
+overlap but whose verdict is unknown (a checker gave up, no critical section completed)
+proves neither: the search stops there and exits 2. Ctrl-C or SIGTERM stops it after the
+probe in hand and exits 130 or 143 (harness/cli.py main says INTERRUPTED).
 """
 
 from __future__ import annotations
@@ -15,9 +18,15 @@ from typing import Callable
 import click
 
 from harness.cliargs import Seconds, check_writable_dir
-from harness.errors import BadArgument
+from harness.checker.base import UNKNOWN, parse_valid
+from harness.errors import EXIT_UNKNOWN, BadArgument
 
 FAULTS = {"pause-holder": "pause_multiple", "clock-skew": "clock_jump"}
+
+
+class Undecided(Exception):
+    """A probe whose run found no overlap but did not prove there was none either (its verdict
+    is unknown): it neither breaks nor holds, so no boundary can be stated from it."""
 
 
 def probe(backend: str, fault: str, x: float, seeds: int, time_limit: float, store: str, ttl_ms: int) -> tuple[bool, int]:
@@ -37,6 +46,9 @@ def probe(backend: str, fault: str, x: float, seeds: int, time_limit: float, sto
         if out.interrupted:  # Ctrl-C ends the search, after this probe's teardown
             raise KeyboardInterrupt
         v = out.summary.get("violations") or 0
+        if not v and parse_valid(out.summary.get("valid")) == UNKNOWN:  # no overlap found, and none ruled out
+            raise Undecided(f"seed {seed} decided nothing ({out.summary.get('unknown_reason') or 'its verdict is UNKNOWN'}; "
+                            f"run dir {out.run_dir})")
         total += v
         if v:
             return True, total
@@ -81,12 +93,20 @@ def explore(backend, fault, vary, lo, hi, steps, seeds, ttl_ms, time_limit, stor
         raise BadArgument("--steps must be 0..20, --seeds 1..20 and --ttl 100..600000 ms")
 
     def breaks(x: float) -> bool:
-        b, v = probe(backend, fault, x, seeds, time_limit, store, ttl_ms)
+        try:
+            b, v = probe(backend, fault, x, seeds, time_limit, store, ttl_ms)
+        except Undecided as e:
+            print(f"  {fault} {x:.3f} x TTL ({x * ttl_ms / 1000:.2f} s): UNKNOWN: {e}")
+            raise
         print(f"  {fault} {x:.3f} x TTL ({x * ttl_ms / 1000:.2f} s): {'BREAKS' if b else 'holds'} ({v} violations)")
         return b
 
     print(f"explore {backend} under {fault}, {lo}..{hi} x TTL ({ttl_ms} ms)")
-    kind, lo, hi = bisect_boundary(breaks, lo, hi, steps)
+    try:
+        kind, lo, hi = bisect_boundary(breaks, lo, hi, steps)
+    except Undecided:
+        print("no boundary stated: a probe could not be decided (exit code 2); see its run dir")
+        return EXIT_UNKNOWN
     if kind == "never":
         print(f"no break even at {hi} x TTL: mutual exclusion held at every probe")
     elif kind == "below":

@@ -11,6 +11,11 @@ later with `chaos report`, so there a second press raises KeyboardInterrupt.
 The terminal sends Ctrl-C to the whole foreground process group, so the commands a
 teardown runs (`ip`, `iptables-restore`) must not be in it: start them with
 `process_group=0` (see `quiet_group`).
+
+A command that was interrupted says so on its last line and exits 128 + the signal: 130
+for Ctrl-C (SIGINT), 143 for SIGTERM (`exit_code`, `exit_line`), never the 0 or 1 of a
+verdict that covers only part of what was asked. The handlers here record which signal came
+first (`ended_by`); `first_press_ends` starts each run's record afresh.
 """
 
 from __future__ import annotations
@@ -21,7 +26,10 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
+from harness.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
+
 _presses = 0  # Ctrl-C (or SIGTERM) received while shielded, in this process
+_ended_by: int | None = None  # the first SIGINT or SIGTERM since the record was started
 
 
 @contextmanager
@@ -37,6 +45,7 @@ def _on_press(react) -> Iterator[None]:
     def handler(signum, frame) -> None:
         global _presses
         nonlocal seen
+        note(signum)
         _presses += 1
         seen += 1
         react(seen)
@@ -73,7 +82,44 @@ def first_press_ends():
         if n == 1:
             raise KeyboardInterrupt
 
+    global _ended_by
+    _ended_by = None  # a new run: which signal ends it is yet to be seen
     return _on_press(react)
+
+
+def note(signum: int) -> None:
+    """Record that `signum` (SIGINT or SIGTERM) arrived; the first one since the record
+    started is what ended the command (`ended_by`)."""
+    global _ended_by
+    if _ended_by is None:
+        _ended_by = signum
+
+
+def ended_by() -> int | None:
+    """The signal that interrupted the current run or command, if one was recorded (a Ctrl-C
+    that Python's own handler turned into KeyboardInterrupt is not: that is SIGINT)."""
+    return _ended_by
+
+
+def exit_code(signum: int | None = None) -> int:
+    """The exit code of a command interrupted by `signum` (default: the recorded one, else
+    SIGINT): 143 for SIGTERM, 130 for Ctrl-C."""
+    return EXIT_TERMINATED if (signum or _ended_by) == signal.SIGTERM else EXIT_INTERRUPTED
+
+
+def how(signum: int | None = None) -> str:
+    """"Ctrl-C" or "SIGTERM": what interrupted the command, in words."""
+    return "SIGTERM" if (signum or _ended_by) == signal.SIGTERM else "Ctrl-C"
+
+
+def signal_name(signum: int | None = None) -> str:
+    """"SIGINT" or "SIGTERM", for the records (outcome.json, the summary's interrupted_by)."""
+    return "SIGTERM" if (signum or _ended_by) == signal.SIGTERM else "SIGINT"
+
+
+def exit_line(signum: int | None = None) -> str:
+    """The last line of an interrupted command: "exit code: 130 (interrupted by Ctrl-C)"."""
+    return f"exit code: {exit_code(signum)} (interrupted by {how(signum)})"
 
 
 def die_with_parent() -> None:

@@ -16,6 +16,7 @@ campaigns (say seeds 1-5 and 6-10) into one table without running anything.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Callable, Iterable, Sequence
 
 import click
 
+from harness.checker.base import CRASH, UNSUPPORTED, parse_valid, parse_verdict, recognised, verdict_word
 from harness.checker.lock import holding_windows
 from harness.cliargs import CLUSTERS, Seconds, check_writable_dir, ssh_options, ssh_settings
 from harness.errors import BadArgument, BadHistory
@@ -217,6 +219,15 @@ def judge(scenario: str, variant: str, seed: int, run_dir: Path) -> dict:
         ok = bool(expect.holds(summary, history))
     except Exception as e:  # a predicate that cannot decide is a miss, never a pass
         ok, errors = False, [f"{type(e).__name__}: {e}"]
+    stored = summary.get("valid")
+    if not recognised(stored) or parse_verdict(stored) in (CRASH, UNSUPPORTED):  # words of matrix rows only
+        ok = False
+        errors.append(f"results.json says valid={stored!r}, which is no verdict (true, false or \"unknown\"); "
+                      "judged unknown")
+    if expect.verdict == "safe" and parse_valid(stored) is not True:
+        ok = False  # what the checkers did not prove is never safe, whatever the counts say
+        errors.append(f"the run's verdict is {verdict_word(stored)}, not VALID"
+                      + (f" ({summary['unknown_reason']})" if summary.get("unknown_reason") else ""))
     causes = summary.get("violations_by_cause") or {}
     wrong = [c for c in causes if c == "unexplained" or (expect.causes is not None and c not in expect.causes)]
     if wrong:
@@ -360,10 +371,22 @@ def read_rows(paths: Sequence[str]) -> list[dict]:
             missing = [k for k in ROW_FIELDS if k not in row]
             if missing:
                 raise BadHistory(f"{p}:{n}: a reproduce row needs {', '.join(ROW_FIELDS)}; missing {', '.join(missing)}")
+            if row["matched"] is not True and row["matched"] is not False:  # "yes", 1, null: no verdict, so a miss
+                row["stored_matched"], row["matched"] = row["matched"], False
             rows.append(row)
     if not rows:
         raise BadArgument(f"no reproduce rows in {', '.join(paths)}")
     return rows
+
+
+def odd_matches(rows: Sequence[dict]) -> str | None:
+    """One line naming the rows whose `matched` was neither true nor false (counted as misses)."""
+    odd = [r for r in rows if "stored_matched" in r]
+    if not odd:
+        return None
+    return (f"note: {len(odd)} row(s) have a matched that is not true or false, counted as misses: "
+            + "; ".join(f"{r['scenario']}/{r['variant']} seed {r['seed']}: {r['stored_matched']!r}" for r in odd[:10])
+            + (f"; and {len(odd) - 10} more" if len(odd) > 10 else ""))
 
 
 def rejudge(row: dict) -> dict:
@@ -393,7 +416,7 @@ def rejudge(row: dict) -> dict:
 def reproduce(names, all_, seeds, first_seed, time_limit, store, cluster, hosts, ssh_user, ssh_key, ssh_port,
               ssh_known_hosts, as_json, summarize_paths, recheck):
     """Run known-result scenarios (one or more NAMEs, or --all); exit 1 if any seed misses
-    its expected verdict."""
+    its expected verdict, 130/143 when interrupted (Ctrl-C/SIGTERM)."""
     name = " ".join(names)
     if recheck and not summarize_paths:
         raise BadArgument("--recheck re-judges stored runs: give their rows with --summarize ROWS")
@@ -401,6 +424,8 @@ def reproduce(names, all_, seeds, first_seed, time_limit, store, cluster, hosts,
         if names or all_:
             raise BadArgument("--summarize reads earlier rows and runs nothing; drop the scenario name / --all")
         rows = read_rows(summarize_paths)
+        if note := odd_matches(rows):
+            print(note, file=sys.stderr)
         if recheck:
             rows = [rejudge(r) for r in rows]
             for r in rows:
@@ -419,15 +444,20 @@ def reproduce(names, all_, seeds, first_seed, time_limit, store, cluster, hosts,
     out_dir = stamped_dir(Path(store) / "reproduce")
     rows_file = (out_dir / "rows.jsonl").open("x")  # a fresh dir: a file or link already there is refused
 
+    rows: list[dict] = []  # every finished run, also of a scenario that Ctrl-C cut short
+
     def record(row: dict) -> None:
+        rows.append(row)
         rows_file.write(json.dumps(row) + "\n")
         rows_file.flush()
 
-    rows = []
+    interrupted = False
     try:
         for sc in (SCENARIOS.values() if all_ else [SCENARIOS[n] for n in dict.fromkeys(names)]):
-            rows += run_scenario(sc, range(first_seed, first_seed + seeds), time_limit=time_limit, store=store,
-                                 on_row=record, cluster=cluster, ssh=ssh)
+            run_scenario(sc, range(first_seed, first_seed + seeds), time_limit=time_limit, store=store,
+                         on_row=record, cluster=cluster, ssh=ssh)
+    except KeyboardInterrupt:  # the run in hand was torn down; the table covers the finished ones
+        interrupted = True
     finally:  # a campaign cut short (Ctrl-C) still leaves the table of the runs it finished
         rows_file.close()
         if rows:
@@ -443,6 +473,12 @@ def reproduce(names, all_, seeds, first_seed, time_limit, store, cluster, hosts,
     missed = [r for r in rows if not r["matched"]]
     print(table)
     print(f"{len(rows) - len(missed)}/{len(rows)} runs reached their expected verdict; rows and table in {out_dir}")
+    if interrupted:
+        from harness import interrupts
+
+        print(f"chaos reproduce: INTERRUPTED by {interrupts.how()} after {len(rows)} finished run(s); "
+              f"{interrupts.exit_line()}")
+        return interrupts.exit_code()
     return 1 if missed else 0
 
 

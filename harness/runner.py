@@ -9,6 +9,8 @@ last, on the history file alone, so a crash anywhere before leaves a checkable p
 from __future__ import annotations
 
 import queue as queue_mod
+import re
+import shutil
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,6 +35,7 @@ class RunOutcome:
     summary: dict
     results: dict
     interrupted: bool = False
+    signal: int | None = None  # what interrupted it (SIGINT, SIGTERM), when it was and that is known
 
 
 class LiveState:
@@ -67,10 +70,16 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
     preflight(spec)
     nemeses = [plugins.nemesis_class(n)() for n in spec.nemesis]
     run_id = store.new_run_id()
+    made_test_dir = not (Path(spec.store) / spec.name).exists()  # removed again if the run never starts
     run_dir = store.new_run_dir(spec.store, spec.name)
     store.write_spec(run_dir, spec)
     history = HistoryWriter(run_dir / "history.jsonl")
-    cluster = make_cluster(spec, run_id, run_dir / "nodes", nemeses)
+    try:
+        cluster = make_cluster(spec, run_id, run_dir / "nodes", nemeses)
+    except BaseException as e:
+        history.close()
+        _discard_unstarted(run_dir, made_test_dir, None, e)
+        raise
     nemesis = Compose(nemeses)
     workers: Workers | None = None
     live = LiveState()
@@ -178,8 +187,13 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
                       requests_before)
             show.close()
         interrupted = interrupted or interrupts.presses() > presses_before
+    if not started and not interrupted and aborted is not None:  # failed to start: leave no run dir
+        _discard_unstarted(run_dir, made_test_dir, cluster, aborted)
+        raise aborted
     outcome = {"run_id": run_id, "interrupted": interrupted, "started": started,
                "aborted": None if aborted is None else _reason(aborted)}
+    if interrupted:
+        outcome["signal"] = interrupts.signal_name()  # SIGINT (Ctrl-C) or SIGTERM
     from harness.analysis import OUTCOME, analyse, unchecked
 
     store.write_json(run_dir / OUTCOME, outcome)
@@ -197,10 +211,60 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
                               fallback=cluster.fallback_reason)
     except KeyboardInterrupt:
         interrupted = True
-        results = unchecked(spec, run_dir, outcome, f"the checks were skipped (Ctrl-C); run `chaos report {run_dir}`")
+        outcome["signal"] = interrupts.signal_name()
+        results = unchecked(spec, run_dir, outcome, f"the checks were skipped ({interrupts.how()}); "
+                                                    f"run `chaos report {run_dir}`")
     if aborted is not None:
         raise aborted
-    return RunOutcome(run_dir=run_dir, summary=results["summary"], results=results, interrupted=interrupted)
+    return RunOutcome(run_dir=run_dir, summary=results["summary"], results=results, interrupted=interrupted,
+                      signal=interrupts.ended_by() if interrupted else None)
+
+
+_UNSTARTED_FILES = ("spec.json", "history.jsonl", "outcome.json", "results.json")  # what a run writes before it starts
+
+
+def _discard_unstarted(run_dir: Path, made_test_dir: bool, cluster: Cluster | None, error: BaseException) -> None:
+    """A run whose cluster never came up leaves no run dir (`latest` was never moved to it):
+    remove what this run wrote there (spec.json, history.jsonl, nodes/), and the test's dir
+    if this run made it. First the error takes over what the dir held for the user: a message
+    that points into the run dir gets the last lines of the server logs it points at."""
+    message = str(error)
+    if str(run_dir) in message:
+        tails = "" if " ends: " in message else _log_tails(run_dir / "nodes", cluster, message)
+        error.args = (f"{message} (the run never started, so {run_dir} was removed"
+                      + (f"; {tails})" if tails else ")"),)
+    for name in _UNSTARTED_FILES:
+        try:
+            (run_dir / name).unlink()
+        except FileNotFoundError:
+            pass
+    shutil.rmtree(run_dir / "nodes", ignore_errors=True)
+    for d in [run_dir] + ([run_dir.parent] if made_test_dir else []):
+        try:
+            d.rmdir()  # only if empty: anything this run did not write stays, and so does its dir
+        except OSError:
+            break
+
+
+def _log_tails(log_dir: Path, cluster: Cluster | None, message: str, lines: int = 3, most: int = 6) -> str:
+    """The last lines of the server logs in log_dir, those of the kinds the message names
+    first ("etcd did not become ready ..."), as one line."""
+    try:
+        kinds = {n.name: n.kind for n in cluster.nodes} if cluster is not None else {}
+    except Exception:  # a provider that failed half way may not know its nodes
+        kinds = {}
+    head = message.split(" did not become ready")[0]
+    logs = sorted(log_dir.glob("*.log"))
+    named = [p for p in logs if kinds.get(p.stem) and re.search(rf"\b{re.escape(kinds[p.stem])}\b", head)]
+    said = []
+    for p in (named or logs)[:most]:
+        try:
+            text = p.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        last = [line.strip()[:200] for line in text.splitlines() if line.strip()][-lines:]
+        said.append(f"{p.name} ends: {' | '.join(last)}" if last else f"{p.name} is empty")
+    return "; ".join(said)
 
 
 def _reason(e: BaseException) -> str:

@@ -1,8 +1,9 @@
 """JUnit XML for CI: one <testcase> per verdict, so a pipeline shows what a run found.
 
-A case is {"name", "classname", "valid", "message", "time_s"}. valid True passes; False
-becomes a <failure> (a violation was found); "unknown" (or anything else) becomes an
-<error>, because a checker that could not decide has not passed (a verdict is never
+A case is {"name", "classname", "valid", "message", "time_s"}. `valid` is read by
+parse_valid (harness/checker/base.py): true passes; false becomes a <failure> (a violation
+was found); "unknown", and anything that is not a verdict ("False", "maybe", "", 1, None),
+becomes an <error>, because what could not be decided has not passed (a verdict is never
 rounded up to True). The XML is built with ElementTree, which escapes markup, and
 characters XML 1.0 cannot hold at all (NUL, most C0 controls, lone surrogates) are
 replaced first, so a server's error text cannot make the file unreadable.
@@ -15,6 +16,8 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Sequence
+
+from harness.checker.base import parse_valid
 
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -32,22 +35,23 @@ def _seconds(v: Any) -> str:
 
 def write_junit(path: str | os.PathLike, cases: Sequence[dict], *, suite: str = "chaoslock") -> Path:
     """Write `cases` as a JUnit XML file (<testsuites><testsuite>...); return its path."""
-    failures = sum(1 for c in cases if c.get("valid") is False)
-    errors = sum(1 for c in cases if c.get("valid") not in (True, False))
+    read = [parse_valid(c.get("valid")) for c in cases]
+    failures = sum(1 for v in read if v is False)
+    errors = sum(1 for v in read if not isinstance(v, bool))
     total = sum(float(_seconds(c.get("time_s"))) for c in cases)
     root = ET.Element("testsuites", name=_clean(suite), tests=str(len(cases)), failures=str(failures),
                       errors=str(errors), time=f"{total:.3f}")
     ts = ET.SubElement(root, "testsuite", name=_clean(suite), tests=str(len(cases)), failures=str(failures),
                        errors=str(errors), skipped="0", time=f"{total:.3f}")
-    for c in cases:
+    for c, valid in zip(cases, read):
         tc = ET.SubElement(ts, "testcase", name=_clean(c.get("name", "")), classname=_clean(c.get("classname", suite)),
                            time=_seconds(c.get("time_s")))
         message = _clean(c.get("message") or "")
         first_line = message.splitlines()[0] if message else ""
-        if c.get("valid") is False:
+        if valid is False:
             el = ET.SubElement(tc, "failure", message=first_line[:500] or "invalid", type="invalid")
             el.text = message
-        elif c.get("valid") is not True:
+        elif valid is not True:
             el = ET.SubElement(tc, "error", message=first_line[:500] or "unknown: could not decide", type="unknown")
             el.text = message
         elif message:

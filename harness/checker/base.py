@@ -47,16 +47,58 @@ def safe_check(checker: Checker | Callable, spec: Any, history: Sequence[Op], na
                            details={"traceback": traceback.format_exc(limit=5)})
 
 
+CRASH, UNSUPPORTED = "crash", "unsupported"  # how a matrix row stores a run that decided nothing
+_WORDS = {"true": True, "false": False, UNKNOWN: UNKNOWN, CRASH: CRASH, UNSUPPORTED: UNSUPPORTED}
+
+
+def parse_verdict(stored: Any) -> bool | str:
+    """The one reader of a stored verdict: exactly one of True, False, "unknown", "crash" or
+    "unsupported".
+
+    Read as written is only what chaoslock writes: JSON true/false/"unknown" (results.json,
+    --json, rows) and the matrix CSV's words "true", "false", "unknown", "crash",
+    "unsupported". Everything else ("False" with a capital, "maybe", "", "1", "yes", None,
+    numbers: 1 == True in Python, but 1 is no verdict) is "unknown": a verdict nobody proved
+    is never read as valid, nor as invalid. Every reader of a stored `valid` goes through here.
+    """
+    if stored is True or stored is False:
+        return stored
+    if isinstance(stored, str) and stored in _WORDS:
+        return _WORDS[stored]
+    return UNKNOWN
+
+
+def recognised(stored: Any) -> bool:
+    """Whether `stored` is a verdict chaoslock writes (parse_verdict reads it as written)."""
+    return stored is True or stored is False or (isinstance(stored, str) and stored in _WORDS)
+
+
+def parse_valid(stored: Any) -> Valid:
+    """A run's verdict from what was stored: True, False or "unknown" (a crash or a refused
+    run decided nothing either)."""
+    v = parse_verdict(stored)
+    return v if isinstance(v, bool) else UNKNOWN
+
+
+def verdict_csv(stored: Any) -> str:
+    """The word a CSV row stores for a verdict: true, false, unknown, crash or unsupported."""
+    v = parse_verdict(stored)
+    return "true" if v is True else "false" if v is False else v
+
+
 def verdict_word(valid: Any) -> str:
     """The word every page and line shows for a verdict: VALID, INVALID or UNKNOWN (also for
-    anything that is not True or False: a verdict is never VALID by default)."""
-    return "VALID" if valid is True else "INVALID" if valid is False else "UNKNOWN"
+    anything parse_verdict does not recognise: a verdict is never VALID by default)."""
+    v = parse_valid(valid)
+    return "VALID" if v is True else "INVALID" if v is False else "UNKNOWN"
 
 
 def merge_valid(values: Sequence[Valid]) -> Valid:
-    """The worst of several verdicts: False beats "unknown" beats True."""
-    if any(v is False for v in values):
+    """The worst of several verdicts: False beats "unknown" beats True; anything that is not a
+    verdict (a plug-in checker's None, "maybe") counts as "unknown", never as True."""
+    read = [parse_valid(v) for v in values]
+    if any(v is False for v in read):
         return False
-    if any(v == UNKNOWN for v in values):
-        return UNKNOWN
-    return True
+    if all(v is True for v in read):
+        return True
+    return UNKNOWN

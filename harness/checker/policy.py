@@ -75,6 +75,8 @@ def summarize(spec: Any, results: dict[str, CheckResult], run_dir: Path | None,
         s["unknown_reason"] = reason
     if outcome.get("interrupted"):
         s["interrupted"] = True
+        if outcome.get("signal"):
+            s["interrupted_by"] = outcome["signal"]  # SIGINT (Ctrl-C) or SIGTERM
     s.update(backend=getattr(spec, "backend", None), nemesis=list(getattr(spec, "nemesis", ()) or ["none"]),
              seed=getattr(spec, "seed", None), fencing=getattr(spec, "fencing", None),
              run_dir=str(run_dir) if run_dir else None,

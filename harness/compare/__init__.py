@@ -5,7 +5,9 @@ another so no two runs share the cores; every cell held against the articles' cl
 (claims.py); store/compare/<stamp>/ gets compare.md, compare.csv and compare.html
 (page.py) and, under runs/, every run dir it used. `--quick` is the small battery (one
 repetition, short runs), the default the full one. Ctrl-C stops after the run in hand and
-writes the pages from what was measured so far.
+writes the pages from what was measured so far; the command then exits 130 (143 for SIGTERM)
+and its last line says INTERRUPTED. A safety count from a run whose verdict was not decided
+is not a measurement (battery.proven): the claim it would bear on is inconclusive.
 """
 
 from __future__ import annotations
@@ -48,8 +50,8 @@ def summarize(m) -> dict:
     spreads = {k: spread(v) for k, v in m.values.items()}
     best, knee, best_spread = best_and_knee(m.curve)
     medians["throughput"], medians["knee_clients"], spreads["throughput"] = best, knee, best_spread
-    if "gc_boundary" not in medians and "gc_breaks_at_2ttl" in medians:
-        # the quick battery's one probe: the pause-holder run at 2 x TTL
+    if "gc_boundary" not in medians and medians.get("gc_breaks_at_2ttl") is not None:
+        # the quick battery's one probe: the pause-holder run at 2 x TTL (None: it decided nothing)
         medians["gc_boundary"] = "<2" if medians["gc_breaks_at_2ttl"] == "True" else ">2"
     return {"medians": medians, "spreads": spreads, "runs": m.runs,
             "curve": {n: median(v) for n, v in sorted(m.curve.items())}}
@@ -92,7 +94,7 @@ def compare(backends, quick, store):
              "P99 claims are confirmed within a factor of 2; a conflict rate claimed above 0 needs "
              "30,000 acquires per claimed 1 in 10,000 to show, so 0 measured is inconclusive."]
     if interrupted:
-        notes.append(f"Interrupted (Ctrl-C): measured {', '.join(done) or 'nothing'} of {', '.join(names)}.")
+        notes.append(f"Interrupted ({interrupts.how()}): measured {', '.join(done) or 'nothing'} of {', '.join(names)}.")
     for b in done:
         notes.append(f"{b} throughput by clients: " + ", ".join(f"{n}: {v}" for n, v in measured[b]["curve"].items()))
     meta = {"plan": plan.name, "when": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(), "notes": notes,
@@ -104,4 +106,8 @@ def compare(backends, quick, store):
         write_html(out / "compare.html", cells, done, meta)
         print((out / "compare.md").read_text())
     print(f"wrote {out} in {meta['took_s']:.0f} s")
-    return 130 if interrupted else 0
+    if interrupted:
+        print(f"chaos compare: INTERRUPTED by {interrupts.how()}; the pages cover {', '.join(done) or 'nothing'} "
+              f"of {', '.join(names)}; {interrupts.exit_line()}")
+        return interrupts.exit_code()
+    return 0

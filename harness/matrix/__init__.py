@@ -6,8 +6,12 @@ that matches are decided in judge.py, from the runs' rows only. The runs are `ch
 subprocesses (cells.py says why); each finished run is one row of matrix.csv (rows.py),
 re-judged as the matrix grows. matrix.html (html.py) and the table, JSON and JUnit
 (report.py) only read the judged cells.
-The command exits 0 when every cell matches, 1 when one does not, 254 on bad arguments.
-`--recheck DIR` judges a stored matrix.csv against an expectations file, running nothing.
+The command exits 0 when every cell matches, 1 when one does not, 254 on bad arguments,
+130 (Ctrl-C) or 143 (SIGTERM) when interrupted: the cells running then are stopped, the
+pages cover the runs that finished, and the last line says INTERRUPTED.
+`--recheck DIR` judges a stored matrix.csv against an expectations file, running nothing; a
+row whose `valid` is not a word the matrix writes is judged unknown, named in one line, and
+fails its cell whatever the expectation.
 
 `--parallel K` runs K cells at once. Runs are isolated from each other (each has its own
 run id, network namespaces, a /24 of 198.18.0.0/15 picked under a host-wide lock, and
@@ -37,7 +41,7 @@ from harness.matrix.expectations import Expectations, default_expectations
 from harness.matrix.html import write_html
 from harness.matrix.judge import rejudge
 from harness.matrix.report import report
-from harness.matrix.rows import read_csv, write_csv
+from harness.matrix.rows import read_csv, unrecognised, write_csv
 
 
 def _new_dir(store: str) -> Path:
@@ -78,7 +82,8 @@ def _names(text: str, what: str) -> list[str]:
 def matrix(backends, nemeses, fencing, seeds, time_limit, concurrency, parallel, exp_path, store, junit, recheck, as_json):
     """Run backend x nemesis x fencing x seed, compare each cell with expectations.toml.
 
-    Exit 0 when every cell matches its expectation, 1 when one does not, 254 on bad arguments.
+    Exit 0 when every cell matches its expectation, 1 when one does not, 254 on bad arguments,
+    130/143 when interrupted (Ctrl-C/SIGTERM).
     --parallel K > 1 keeps runs isolated but shares CPUs: with fewer than 2 cores per run,
     timing-sensitive cells can change verdict. --recheck DIR re-judges a stored matrix.
     """
@@ -91,6 +96,8 @@ def matrix(backends, nemeses, fencing, seeds, time_limit, concurrency, parallel,
         print("note: no expectations.toml found; every cell is expected \"either\"", file=human)
     if recheck:
         rows = read_csv(Path(recheck) / "matrix.csv")
+        if note := unrecognised(rows):
+            print(note, file=human)
         try:
             skipped = json.loads((Path(recheck) / "matrix.json").read_text()).get("skipped", [])
         except (OSError, ValueError):
@@ -143,7 +150,7 @@ def _run_cells(runner, jobs, parallel, exp, skipped, mdir, human, t0, as_json, j
                   + (f" {row['error']}" if row.get("error") else ""), file=human)
     except KeyboardInterrupt:
         interrupted = True
-        print("chaos matrix: interrupted; stopping the running cells", file=sys.stderr)
+        print(f"chaos matrix: interrupted by {interrupts.how()}; stopping the running cells", file=sys.stderr)
         with interrupts.shielded("stopping the running cells (each heals and tears down its cluster)"):
             pool.shutdown(wait=False, cancel_futures=True)
             runner.interrupt()
@@ -154,4 +161,8 @@ def _run_cells(runner, jobs, parallel, exp, skipped, mdir, human, t0, as_json, j
     write_html(mdir / "matrix.html", cells, skipped, title=f"chaos matrix {mdir.name}",
                note=f"{' '.join(['chaos'] + sys.argv[1:])} (expectations: {exp.path or 'none'})")
     code = report(cells, skipped, as_json=as_json, junit=junit, matrix_dir=mdir, wall_s=wall)
-    return 130 if interrupted else code
+    if not interrupted:
+        return code
+    print(f"chaos matrix: INTERRUPTED by {interrupts.how()} after {len(rows)} of {len(jobs)} runs; the table covers "
+          f"only those; {interrupts.exit_line()}", file=human)
+    return interrupts.exit_code()

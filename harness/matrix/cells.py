@@ -20,11 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.checker.base import parse_valid, verdict_csv
 from harness.matrix.rows import CSV_FIELDS
 
 
 def _vstr(valid: Any) -> str:
-    return {True: "true", False: "false"}.get(valid, "unknown")
+    """A run summary's verdict as the row's word: true, false, or unknown for anything else
+    (1 == True in a dict lookup, but 1 is no verdict)."""
+    return verdict_csv(parse_valid(valid))
 
 
 def _descendant_run_ids(root_pid: int) -> set[str]:
@@ -112,7 +115,7 @@ class Runner:
         if proc.returncode == 254 and not row["error"]:  # refused as asked: the one sentence says why
             tail = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
             row.update(valid="unsupported", error=(tail[-1] if tail else "exit 254")[:300])
-        elif summary is not None and proc.returncode in (0, 1, 2):
+        elif summary is not None and proc.returncode in (0, 1, 2):  # 130/143: interrupted, a crash of the cell
             row["valid"] = _vstr(summary.get("valid"))
             for k in CSV_FIELDS[5:12]:
                 row[k] = summary.get(k, "")

@@ -1,10 +1,16 @@
-"""matrix.csv: one row per run, written after every run (atomically) and read by --recheck."""
+"""matrix.csv: one row per run, written after every run (atomically) and read by --recheck.
+
+A row's `valid` is one of the words the matrix writes (true, false, unknown, crash,
+unsupported); judge.py reads it through parse_verdict, so any other word counts as unknown,
+and `unrecognised` names such rows for the recheck to say.
+"""
 
 from __future__ import annotations
 
 import csv
 from pathlib import Path
 
+from harness.checker.base import recognised
 from harness.errors import BadArgument
 
 CSV_FIELDS = ("backend", "nemesis", "fencing", "seed", "valid", "violations", "stale_writes_accepted",
@@ -33,3 +39,15 @@ def read_csv(path: Path) -> list[dict]:
     if missing:
         raise BadArgument(f"{path} lacks column(s) {', '.join(sorted(missing))}; it was not written by `chaos matrix`")
     return rows
+
+
+def unrecognised(rows: list[dict]) -> str | None:
+    """One line naming the rows whose `valid` is not a word the matrix writes (judged unknown),
+    or None when every row's is."""
+    odd = [r for r in rows if not recognised(r.get("valid"))]
+    if not odd:
+        return None
+    named = "; ".join(f"{r.get('backend')} {r.get('nemesis')} fencing {r.get('fencing')} seed {r.get('seed')}: "
+                      f"{r.get('valid')!r}" for r in odd[:10]) + (f"; and {len(odd) - 10} more" if len(odd) > 10 else "")
+    return (f"note: {len(odd)} row(s) of matrix.csv have a valid the matrix never writes (it writes true, false, "
+            f"unknown, crash, unsupported), judged unrecognised and so unknown: {named}")

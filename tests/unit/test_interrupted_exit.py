@@ -1,0 +1,108 @@
+"""An interrupted command says so on its last line and exits 128 + the signal: 130 for Ctrl-C
+(SIGINT), 143 for SIGTERM, never 0 or 1 (harness/interrupts.py records which signal it was)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from harness import interrupts
+from harness.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
+from tests.conftest import ROOT
+
+SUMMARY = {"valid": "unknown", "interrupted": True, "violations": 0, "critical_sections": 12, "run_dir": "/r",
+           "unknown_reason": "the run was interrupted"}
+
+
+def test_the_codes():
+    assert (EXIT_INTERRUPTED, EXIT_TERMINATED) == (130, 143)
+    assert interrupts.exit_code(signal.SIGINT) == 130 and interrupts.exit_code(signal.SIGTERM) == 143
+
+
+@pytest.mark.parametrize("signum, last", [(signal.SIGINT, "  exit code: 130 (interrupted by Ctrl-C)"),
+                                          (signal.SIGTERM, "  exit code: 143 (interrupted by SIGTERM)")])
+def test_verdict_text_of_an_interrupted_run_ends_with_its_code(signum, last):
+    from harness.cli import verdict_text
+
+    text = verdict_text(SUMMARY, interrupted_by=signum)
+    assert text.splitlines()[-1] == last and "INTERRUPTED" in text.splitlines()[0]
+
+
+def test_verdict_text_of_a_stored_interrupted_run_is_its_check_code():
+    """`chaos check` of an interrupted run was not itself interrupted: its code is the verdict's."""
+    from harness.cli import verdict_text
+
+    assert verdict_text(SUMMARY).splitlines()[-1] == "  exit code: 2"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_the_signal_that_ended_a_block_is_recorded(signum):
+    import os
+
+    with interrupts.first_press_ends():
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signum)
+        os.kill(os.getpid(), signal.SIGINT if signum == signal.SIGTERM else signal.SIGTERM)  # a later press: ignored
+    assert interrupts.ended_by() == signum and interrupts.exit_code() == 128 + signum
+
+
+def _chaos_with(body: str) -> subprocess.CompletedProcess:
+    """The real `chaos` main with one extra command, `slow`, whose body is `body`."""
+    code = textwrap.dedent("""
+        import os, signal, sys, time
+        from harness import cli
+        @cli.cli.command()
+        def slow():
+        {body}
+        cli.main(["slow"])
+    """).format(body=textwrap.indent(textwrap.dedent(body), "    "))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+
+
+@pytest.mark.parametrize("signum, code, words", [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")])
+def test_a_command_ended_by_a_signal_exits_with_its_code(signum, code, words):
+    r = _chaos_with(f"os.kill(os.getpid(), {int(signum)})\ntime.sleep(30)")
+    assert r.returncode == code, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert "INTERRUPTED" in last and f"exit code: {code} (interrupted by {words})" in last
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_matrix_exits_with_the_signal_and_says_so(tmp_path, signum, code):
+    """The matrix's cells stop (each as its own Ctrl-C), its pages are written from the runs
+    that finished, and its last line says it was interrupted."""
+    r = _chaos_with(f"""
+        import threading
+        from pathlib import Path
+        from harness import interrupts
+        from harness.matrix import _run_cells
+        from harness.matrix.cells import Job
+        from harness.matrix.expectations import Expectations
+
+        class Cells:
+            stopped = threading.Event()
+            def __call__(self, job):
+                if job.seed == 1:
+                    return {{"backend": job.backend, "nemesis": job.nemesis, "fencing": "off", "seed": 1,
+                            "valid": "true", "wall_s": 0.1}}
+                os.kill(os.getpid(), {int(signum)})
+                self.stopped.wait(20)
+                return {{"backend": job.backend, "nemesis": job.nemesis, "fencing": "off", "seed": job.seed,
+                        "valid": "crash", "wall_s": 0.1, "error": "interrupted"}}
+            def interrupt(self):
+                self.stopped.set()
+
+        mdir = Path({str(tmp_path)!r})
+        jobs = [Job(backend="redis", nemesis="none", fencing=False, seed=s) for s in (1, 2)]
+        with interrupts.first_press_ends():
+            return _run_cells(Cells(), jobs, 1, Expectations(), [], mdir, sys.stdout, 0.0, False, None)
+    """)
+    assert r.returncode == code, r.stdout + r.stderr
+    last = r.stdout.strip().splitlines()[-1]
+    assert "INTERRUPTED" in last and f"exit code: {code}" in last, r.stdout
+    assert (tmp_path / "matrix.csv").exists() and (tmp_path / "matrix.html").exists()
