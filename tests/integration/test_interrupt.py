@@ -178,3 +178,52 @@ def test_repeated_ctrl_c_leaves_nothing_and_keeps_the_results(tmp_path, backend,
                    for line in (run_dirs[0] / "history.jsonl").read_text().splitlines())
     else:
         assert results["summary"]["valid"] == "unknown"
+
+
+def _worker_ops_done(store: Path) -> bool:
+    return any(isinstance(o.get("process"), int) and o.get("type") != "invoke" for o in written_ops(store))
+
+
+@pytest.mark.parametrize("sig, code, words", [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")])
+def test_an_interrupted_run_exits_with_the_signal_and_says_so_last(tmp_path, sig, code, words):
+    """Never "exit code: 0" (or 1) for a run that covered only part of its time: the last line
+    names the signal and the process exits with 128 + it."""
+    p = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", "redis", "--time-limit", "20",
+                          "--concurrency", "2", "--seed", "3", "--store", str(tmp_path)], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    eventually(lambda: p.poll() is not None or _worker_ops_done(tmp_path), timeout=60, step=0.1)
+    assert p.poll() is None, f"the run ended before it was interrupted: {p.communicate()[1][-2000:]}"
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == code, err[-2000:]
+    lines = out.strip().splitlines()
+    assert lines[-1] == f"  exit code: {code} (interrupted by {words})", out[-2000:]
+    assert "INTERRUPTED" in next(line for line in lines if line.startswith(("VALID", "INVALID", "UNKNOWN")))
+    run_dir = next(d for d in tmp_path.glob("redis-*/*") if d.is_dir())
+    summary = json.loads((run_dir / "results.json").read_text())["summary"]
+    assert summary["interrupted"] is True and summary["interrupted_by"] == ("SIGINT" if code == 130 else "SIGTERM")
+    assert "Traceback" not in err
+
+
+def test_a_run_that_fails_to_start_leaves_no_run_dir_and_no_latest(tmp_path):
+    """A server port already in use: the run dir was made before the cluster came up; it goes
+    again, `latest` never moves, and the one sentence says what to do."""
+    import socket
+
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "keep.txt").write_text("a file of the user's")
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    port = busy.getsockname()[1]
+    try:
+        r = subprocess.run([sys.executable, "-m", "harness", "run", "--backend", "redis", "--time-limit", "5",
+                            "--concurrency", "2", "--base-port", str(port), "--store", str(store)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        busy.close()
+    assert r.returncode == 254, r.stdout + r.stderr
+    assert f"port {port}" in r.stderr and "in use" in r.stderr and "Traceback" not in r.stderr
+    assert sorted(p.name for p in store.iterdir()) == ["keep.txt"], list(store.rglob("*"))
+    assert not (store / "latest").exists() and not (store / "latest").is_symlink()
