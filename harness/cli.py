@@ -300,7 +300,7 @@ def _interrupted() -> None:
     """A command that a signal ended without a last line of its own: say so, exit 130 or 143."""
     from harness import interrupts
 
-    print(f"chaos: INTERRUPTED; what it printed covers only what ran; {interrupts.exit_line()}", file=sys.stderr)
+    print(f"chaos: INTERRUPTED; {interrupts.exit_line()}", file=sys.stderr)
     sys.exit(interrupts.exit_code())
 
 

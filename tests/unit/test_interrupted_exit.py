@@ -106,3 +106,29 @@ def test_an_interrupted_matrix_exits_with_the_signal_and_says_so(tmp_path, signu
     last = r.stdout.strip().splitlines()[-1]
     assert "INTERRUPTED" in last and f"exit code: {code}" in last, r.stdout
     assert (tmp_path / "matrix.csv").exists() and (tmp_path / "matrix.html").exists()
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_reproduce_prints_the_finished_runs_and_says_so(tmp_path, signum, code):
+    """The first seed finished, the second was cut short: the table has the first, the last
+    line says INTERRUPTED, and the code is the signal's, not the table's 0."""
+    script = textwrap.dedent(f"""
+        import os, time
+        from harness import cli, reproduce
+
+        def run_scenario(sc, seeds, *, on_row, **kw):
+            on_row({{"scenario": sc.name, "variant": "nofence", "seed": 1, "expected": "unsafe", "matched": True,
+                    "violations": 2, "stale_accepted": 1, "stale_rejected": 0, "lost": 1, "first_violation_s": 3.0,
+                    "causes": {{}}, "run_dir": "x"}})
+            os.kill(os.getpid(), {int(signum)})
+            time.sleep(30)
+
+        reproduce.run_scenario = run_scenario
+        cli.main(["reproduce", "gc-pause", "--seeds", "2", "--store", {str(tmp_path)!r}])
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == code, r.stdout + r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert "| gc-pause | nofence | unsafe | 1 | 1/1 |" in r.stdout
+    assert "INTERRUPTED" in lines[-1] and f"exit code: {code}" in lines[-1], r.stdout
+    assert "Traceback" not in r.stderr
