@@ -104,6 +104,31 @@ def cap_file(path: str | os.PathLike, *, head: int = HEAD, tail: int = TAIL) -> 
     return size - head - tail
 
 
+def copy_capped(src: str | os.PathLike, dst: str | os.PathLike, *, head: int = HEAD, tail: int = TAIL) -> bool:
+    """Copy a log that something else wrote (a container's, through a bind mount) to `dst`,
+    its first `head` and last `tail` bytes with the note between. The source is opened
+    without following a link and must be a regular file: a container that swapped its log
+    for a link to /etc/shadow gets nothing copied. Returns whether it copied."""
+    import stat
+
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        out = CappedLog(str(dst), head=head, tail=tail)
+        while chunk := os.read(fd, 1 << 20):
+            out.write(chunk)
+        out.close()
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def pump(fd: int, sink: CappedLog, *, name: str = "output") -> threading.Thread:
     """A daemon thread that copies pipe `fd` into `sink` until EOF, then closes both. The
     child never blocks on a full pipe: everything is read, only the kept part is stored."""

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.outputcap import cap_file
+from harness.outputcap import copy_capped
 from harness.cluster.base import Node, check_run_id
 from harness.cluster.compose_file import (
     BRIDGE, CLIENT_OFFSET, FAKETIME_LIB, GROUPS, NET, PEER_PORTS, PORTS, PROJECT, RUN_LABEL, TOPOLOGY,
@@ -209,8 +209,7 @@ class ComposeCluster(NetnsLinks, ServerCluster):
             self.log_dir.mkdir(parents=True, exist_ok=True)
             for n in self.nodes:
                 if os.path.exists(n.log_path):
-                    shutil.copyfile(n.log_path, self.log_dir / f"{n.name}.log")
-                    cap_file(self.log_dir / f"{n.name}.log")
+                    copy_capped(n.log_path, self.log_dir / f"{n.name}.log")  # the container wrote it: no link followed
         self._remove_state_dir()
 
     # -- ProcessControl ---------------------------------------------------------------------------

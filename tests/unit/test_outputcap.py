@@ -48,3 +48,19 @@ def test_a_finished_log_is_cut_in_place_and_a_link_is_left_alone(tmp_path):
     victim.write_bytes(b"V" * 5000)
     (tmp_path / "link.log").symlink_to(victim)
     assert cap_file(tmp_path / "link.log", head=10, tail=10) == 0 and victim.read_bytes() == b"V" * 5000
+
+
+def test_a_copied_log_is_capped_and_never_read_through_a_link(tmp_path):
+    from harness.outputcap import copy_capped
+
+    src = tmp_path / "server.log"
+    src.write_bytes(b"S" * 100 + b"M" * 5000 + b"E" * 100)
+    assert copy_capped(src, tmp_path / "copy.log", head=100, tail=100)
+    data = (tmp_path / "copy.log").read_bytes()
+    assert data.startswith(b"S" * 100) and data.endswith(b"E" * 100) and b"M" not in data
+    secret = tmp_path / "secret"
+    secret.write_text("root:x:0:0")
+    src.unlink()
+    src.symlink_to(secret)  # what a container can do to its bind-mounted log
+    assert not copy_capped(src, tmp_path / "leak.log")
+    assert not (tmp_path / "leak.log").exists()
