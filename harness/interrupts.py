@@ -30,6 +30,7 @@ from harness.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
 
 _presses = 0  # Ctrl-C (or SIGTERM) received while shielded, in this process
 _ended_by: int | None = None  # the first SIGINT or SIGTERM since the record was started
+_held: list | None = None  # reactions deferred() holds back until its step is done
 
 
 @contextmanager
@@ -48,6 +49,9 @@ def _on_press(react) -> Iterator[None]:
         note(signum)
         _presses += 1
         seen += 1
+        if _held is not None:  # inside deferred(): react once the step is done
+            _held.append(lambda n=seen: react(n))
+            return
         react(seen)
 
     before = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -120,6 +124,26 @@ def signal_name(signum: int | None = None) -> str:
 def exit_line(signum: int | None = None) -> str:
     """The last line of an interrupted command: "exit code: 130 (interrupted by Ctrl-C)"."""
     return f"exit code: {exit_code(signum)} (interrupted by {how(signum)})"
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Within the block, Ctrl-C and SIGTERM are counted but acted on only when it ends (then
+    as the enclosing handler would have: the first press of a run raises KeyboardInterrupt).
+    For steps that must not stop half way, such as starting processes: a child forked but
+    not yet known to its parent object is orphaned, and a teardown waits on it for good.
+
+    A signal mask cannot do this: it holds back a signal from the calling thread only, the
+    kernel then hands it to any other thread, and the main thread runs the Python handler
+    all the same at its next bytecode."""
+    global _held
+    outer, _held = _held, []
+    try:
+        yield
+    finally:
+        todo, _held = _held, outer
+        for react in todo:
+            react()
 
 
 def die_with_parent() -> None:

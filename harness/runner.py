@@ -21,8 +21,9 @@ from harness.cluster.base import Cluster
 from harness.generator import Context, FaultSchedule, Pending
 from harness.history import NEMESIS, Holders, HistoryWriter, Op, now_ns
 from harness.progress import Progress
+from harness.options import cluster_option
 from harness.spec import TestSpec
-from harness.worker import DONE, FAILED, READY, Workers
+from harness.worker import DONE, FAILED, MAX_OPS_PER_S, READY, THROTTLED, Workers
 from nemesis.base import Compose, NemesisContext, Planned
 from results import store
 
@@ -112,6 +113,10 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
                 if DONE in d:
                     done.add(d[DONE])
                     continue
+                if THROTTLED in d:
+                    errors.append(f"worker c{d[THROTTLED] + 1} recorded more than {MAX_OPS_PER_S:,} ops in a second "
+                                  f"and was slowed to that rate (its client answers in no time)")
+                    continue
                 if FAILED in d:  # a worker that stopped on an error (its log has the traceback)
                     errors.append(f"worker c{d[FAILED] + 1} stopped: {d.get('error')}")
                     continue
@@ -142,6 +147,7 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
             live.faults = []
 
     t0 = now_ns()
+    max_history = cluster_option(spec.options, "max_history_mb") << 20
     requests_before: int | None = None
     schedule: FaultSchedule | None = None
     try:
@@ -171,6 +177,11 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
             show.update(elapsed, live)
             if workers.alive() == 0:
                 errors.append("every worker exited early; see the worker errors in the history")
+                break
+            if history.size > max_history:
+                errors.append(f"the history reached {history.size >> 20:,} MB (-o max_history_mb="
+                              f"{max_history >> 20}) after {(now_ns() - t0) / 1e9:.0f} s, so the workload stopped "
+                              f"there; the verdict covers that part")
                 break
         while schedule is not None and (nxt := schedule.op(Context(time=float("inf")))) is not None:  # the final heal, if still due
             if isinstance(nxt, Planned):
@@ -291,6 +302,9 @@ def _teardown(spec, nemesis, workers, drain, done, cluster, history, started, er
             after = _requests(cluster) if requests_before is not None else None
             if after is not None and after >= requests_before:  # a restarted server counts from 0 again
                 timings["server_requests"] = after - requests_before
+            if workers.strays:  # the run's cgroup found them (harness/cluster/containment.py)
+                errors.append(f"{len(workers.strays)} process(es) outlived the workers that started them and were "
+                              f"killed: {'; '.join(workers.strays[:3])}")
             lost = sorted(set(killed) - done)
             if lost:
                 errors.append(f"worker(s) {', '.join(f'c{i + 1}' for i in lost)} did not stop in time and were killed; "
@@ -304,6 +318,10 @@ def _teardown(spec, nemesis, workers, drain, done, cluster, history, started, er
         t = time.monotonic()
         cluster.down()
         timings["cluster_down_s"] = round(time.monotonic() - t, 3)
+        strays = getattr(cluster, "strays", None)
+        if strays:
+            errors.append(f"{len(strays)} process(es) were still in the run's cgroup after the servers stopped and "
+                          f"were killed: {'; '.join(strays[:3])}")
 
 
 def _requests(cluster: Cluster) -> int | None:
