@@ -300,6 +300,8 @@ def _interrupted() -> None:
     """A command that a signal ended without a last line of its own: say so, exit 130 or 143."""
     from harness import interrupts
 
+    for s in (signal.SIGINT, signal.SIGTERM):  # a second or third press must not end the exit itself (-2)
+        signal.signal(s, signal.SIG_IGN)
     print(f"chaos: INTERRUPTED; {interrupts.exit_line()}", file=sys.stderr)
     sys.exit(interrupts.exit_code())
 

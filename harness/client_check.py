@@ -97,6 +97,13 @@ def steps(a, b, key: str, ttl_ms: int) -> list[tuple[str, Callable[[], str | Non
 @click.option("--ttl", "ttl_ms", type=click.IntRange(100, 600_000), default=5000, show_default=True)
 def client_check(command, servers, ttl_ms):
     """Check that a lock client COMMAND speaks the client protocol, against a real cluster."""
+    from harness import interrupts
+
+    with interrupts.first_press_ends():  # later presses cannot cut the cleanup short
+        return _client_check(command, servers, ttl_ms)
+
+
+def _client_check(command, servers, ttl_ms):
     from harness.cluster.assemble import make_cluster
     from harness.cluster.local import state_root
     from harness.spec import TestSpec
