@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from harness.checker.base import parse_valid
+from harness.safefile import atomic_open
 
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -59,9 +60,8 @@ def write_junit(path: str | os.PathLike, cases: Sequence[dict], *, suite: str = 
     ET.indent(root)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    ET.ElementTree(root).write(tmp, encoding="utf-8", xml_declaration=True)
-    os.replace(tmp, out)
+    with atomic_open(out, "wb") as f:  # never through a link, never half written
+        ET.ElementTree(root).write(f, encoding="utf-8", xml_declaration=True)
     return out
 
 

@@ -35,7 +35,7 @@ import click
 from harness.cliargs import Seconds, check_writable_dir, check_writable_file
 from harness import interrupts
 from harness.errors import BadArgument
-from harness.safefile import write_atomic
+from harness.safefile import read_inside, write_atomic
 from harness.matrix.cells import Job, Runner
 from harness.matrix.expectations import Expectations, default_expectations
 from harness.matrix.html import write_html
@@ -99,9 +99,10 @@ def matrix(backends, nemeses, fencing, seeds, time_limit, concurrency, parallel,
         if note := unrecognised(rows):
             print(note, file=human)
         try:
-            skipped = json.loads((Path(recheck) / "matrix.json").read_text()).get("skipped", [])
-        except (OSError, ValueError):
+            skipped = json.loads(read_inside(Path(recheck), Path(recheck) / "matrix.json")).get("skipped", [])
+        except (OSError, ValueError, AttributeError, BadArgument):  # not there, not ours, not an object
             skipped = []
+        skipped = [s for s in skipped if isinstance(s, str)] if isinstance(skipped, list) else []
         return report(rejudge(rows, exp), skipped, as_json=as_json, junit=junit, matrix_dir=Path(recheck), wall_s=None)
 
     from harness import plugins

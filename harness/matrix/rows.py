@@ -30,11 +30,17 @@ def write_csv(path: Path, rows: list[dict]) -> None:
 
 
 def read_csv(path: Path) -> list[dict]:
-    try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
+    import io
+
+    from harness.safefile import read_inside
+
+    try:  # the matrix dir's own file: a link out of it, or a FIFO, is refused (harness/safefile.py)
+        text = read_inside(path.parent, path).decode("utf-8", errors="replace")
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
     except OSError as e:
         raise BadArgument(f"cannot read {path}: {e.strerror}; pass a matrix dir written by `chaos matrix`") from None
+    except csv.Error as e:
+        raise BadArgument(f"{path} is not a CSV file ({e}); pass a matrix dir written by `chaos matrix`") from None
     missing = {"backend", "nemesis", "fencing", "seed", "valid"} - set(rows[0] if rows else CSV_FIELDS)
     if missing:
         raise BadArgument(f"{path} lacks column(s) {', '.join(sorted(missing))}; it was not written by `chaos matrix`")
