@@ -53,10 +53,6 @@ class Op:
     def with_index(self, index: int) -> "Op":
         return replace(self, index=index)
 
-    @property
-    def is_invoke(self) -> bool:
-        return self.type == "invoke"
-
 
 _OP_FIELDS = tuple(f.name for f in fields(Op))
 

@@ -144,17 +144,10 @@ class PartitionClient(_Net):
         n = self.ctx.spec.concurrency
         worker = self.holder % n if self.holder is not None else op.value["fallback"]
         client = client_host(worker, n)  # beyond 64 workers, the others of its namespace are cut too
-        cut = set(op.value["servers"])
-        kept = [s for s in self.names if s not in cut]
-        grudge: dict[str, set[str]] = {client: set(cut)}
-        for s in cut:
-            grudge[s] = {client} | (set(kept) if self.island else set())
-        if self.island:
-            for s in kept:
-                grudge[s] = set(cut)
+        grudge = G.cut_client(client, self.names, op.value["servers"], island=self.island)
         self.cluster.partition(grudge)
         self.active = True
         err = self._probe_cut(grudge)
         value = dict(op.value, client=client, worker=worker, holder=self.holder,
-                     island=sorted([client, *kept]) if self.island else None)
+                     island=sorted(set(grudge) - set(grudge[client])) if self.island else None)
         return complete(op, "info" if err else "ok", value=value, error=err)

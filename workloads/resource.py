@@ -52,9 +52,6 @@ class FencedCounter:
     def write(self, value: int, token: int | None) -> int:
         return self._call(WRITE, token, value)
 
-    def reset(self) -> None:
-        self.conn.delete(*self.keys)
-
     def close(self) -> None:
         self.conn.close()
 

@@ -115,22 +115,26 @@ def bridge(nodes: Sequence[str], rng: random.Random) -> Grudge:
     return grudge
 
 
-def cut_client(client: str, servers: Sequence[str], k: int, rng: random.Random) -> Grudge:
-    """The client cannot hear k randomly chosen servers and they cannot hear it.
-
-    Servers still reach each other and the other servers; other clients are untouched.
-    """
+def cut_client(client: str, servers: Sequence[str], cut: Iterable[str], *, island: bool = False) -> Grudge:
+    """The client cannot hear the servers in `cut` and they cannot hear it. Without `island`
+    the servers still reach each other; with it, the cut servers and the kept ones cannot
+    hear each other either (a minority island). Other clients are untouched."""
     servers = _check(servers)
     if client in servers:
         raise BadArgument(f"client {client!r} is also listed as a server; pass it once, as client")
-    if not 0 <= k <= len(servers):
-        raise BadArgument(f"cannot cut client {client!r} from {k} of {len(servers)} servers; "
-                          f"choose k between 0 and {len(servers)}")
-    cut = rng.sample(servers, k)
+    cut = sorted(set(cut))
+    unknown = [s for s in cut if s not in servers]
+    if unknown:
+        raise BadArgument(f"cannot cut client {client!r} from {unknown[0]!r}: not one of {', '.join(servers)}")
     if not cut:
         return {}
-    grudge = {s: frozenset([client]) for s in cut}
-    grudge[client] = frozenset(cut)
+    kept = [s for s in servers if s not in cut]
+    grudge = {client: frozenset(cut)}
+    for s in cut:
+        grudge[s] = frozenset([client, *(kept if island else ())])
+    if island:
+        for s in kept:
+            grudge[s] = frozenset(cut)
     return grudge
 
 

@@ -106,13 +106,6 @@ def mode(node: Node, timeout: float = 1.0) -> str:
     return m.group(1) if m else "looking"
 
 
-def epoch(node: Node, timeout: float = 1.0) -> int:
-    """The epoch (upper 32 bits of the last zxid) the node has seen, or -1 when unknown."""
-    out = srvr(node, timeout)
-    m = _ZXID.search(out or "")
-    return int(m.group(1), 16) >> 32 if m else -1
-
-
 def leader(nodes: Sequence[Node], timeout: float = 1.0) -> str | None:
     """Name of the node that says it leads, or None when none does.
 

@@ -118,19 +118,27 @@ def test_bridge():
 
 
 def test_cut_client():
-    gr = g.cut_client("c1", NODES5, 2, random.Random(4))
+    gr = g.cut_client("c1", NODES5, ["n2", "n4"])
     assert_symmetric(gr)
-    assert len(gr["c1"]) == 2 and gr["c1"] <= set(NODES5)
+    assert gr["c1"] == {"n2", "n4"}
     v = views(gr, NODES5 + ["c1"])
     assert len(v["c1"]) == 4  # itself and the 3 servers still reachable
     for s in NODES5:
         assert set(NODES5) <= v[s], "servers must still reach each other"
-    assert g.cut_client("c1", NODES5, 0, random.Random(0)) == {}
-    assert g.cut_client("c1", NODES5, 5, random.Random(0))["c1"] == set(NODES5)
-    with pytest.raises(BadArgument, match="between 0 and 5"):
-        g.cut_client("c1", NODES5, 6, random.Random(0))
+    assert g.cut_client("c1", NODES5, []) == {}
+    assert g.cut_client("c1", NODES5, NODES5)["c1"] == set(NODES5)
+    with pytest.raises(BadArgument, match="not one of"):
+        g.cut_client("c1", NODES5, ["n9"])
     with pytest.raises(BadArgument, match="also listed as a server"):
-        g.cut_client("n1", NODES5, 1, random.Random(0))
+        g.cut_client("n1", NODES5, ["n2"])
+
+
+def test_cut_client_island():
+    gr = g.cut_client("c1", NODES5, ["n1", "n2", "n3"], island=True)
+    assert_symmetric(gr)
+    v = views(gr, NODES5 + ["c1"])
+    assert v["c1"] == {"c1", "n4", "n5"} and v["n4"] == {"c1", "n4", "n5"}
+    assert v["n1"] == {"n1", "n2", "n3"}, "the cut servers are an island of their own"
 
 
 def test_describe_sorts_naturally_and_adds_unmentioned_nodes():
