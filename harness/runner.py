@@ -24,7 +24,7 @@ from harness.progress import Progress
 from harness.options import cluster_option
 from harness.spec import TestSpec
 from harness.worker import DONE, FAILED, MAX_OPS_PER_S, READY, THROTTLED, Workers
-from nemesis.base import Compose, NemesisContext, Planned
+from nemesis.base import Combined, NemesisContext, Planned
 from results import store
 
 DRAIN_BUDGET_S = 0.05  # longest the runner records at a stretch before it looks at the schedule again
@@ -81,7 +81,7 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
         history.close()
         _discard_unstarted(run_dir, made_test_dir, None, e)
         raise
-    nemesis = Compose(nemeses)
+    nemesis = Combined(nemeses)
     workers: Workers | None = None
     live = LiveState()
     show = Progress(enabled=progress, spec=spec)
@@ -208,7 +208,7 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
     from harness.analysis import OUTCOME, analyse, unchecked
 
     store.write_json(run_dir / OUTCOME, outcome)
-    if "clock-skew" in spec.nemesis and not Compose(nemeses).moves_server_clocks(spec):
+    if "clock-skew" in spec.nemesis and not Combined(nemeses).moves_server_clocks(spec):
         # What an in-process client clock skew can reach in this backend (often nothing).
         from workloads.base import ReadsWallClock
 

@@ -115,7 +115,7 @@ class Nemesis(Protocol):
     provider name. It declares the options it reads in `OPTIONS`."""
 
     name: str
-    fs: frozenset[str]  # the op fs it handles (Compose routes by them)
+    fs: frozenset[str]  # the op fs it handles (Combined routes by them)
 
     def setup(self, ctx: NemesisContext) -> None: ...
 
@@ -172,7 +172,7 @@ class Noop:
         pass
 
 
-class Compose:
+class Combined:
     """Several nemeses on one schedule; ops are routed by f, faults drawn in turn at random."""
 
     name = "compose"

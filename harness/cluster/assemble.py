@@ -15,13 +15,13 @@ from harness.cluster.kinds import faketime_moves, node_names, server_kind, serve
 from harness.cluster.local import Group, LocalCluster
 from harness.cluster.valkey import ValkeyKind
 from harness.spec import TestSpec
-from nemesis.base import Compose
+from nemesis.base import Combined
 
 
 def make_cluster(spec: TestSpec, run_id: str, log_dir: Path, nemeses: list) -> Cluster:
     """The lock service the backend declares, plus one never-faulted store server."""
     kind_name, count = servers_of(spec.backend, spec.options)
-    fake = Compose(nemeses).moves_server_clocks(spec) and faketime_moves(kind_name, spec.options)
+    fake = Combined(nemeses).moves_server_clocks(spec) and faketime_moves(kind_name, spec.options)
     lock = Group(kind=server_kind(kind_name, spec.options), names=node_names(kind_name, count),
                  role="lock", fake_clock=fake)
     res = Group(kind=ValkeyKind(), names=("store",), role="store")

@@ -4,7 +4,7 @@ import random
 
 from harness.generator import Context, FaultSchedule, Pending, plan
 from harness.history import NEMESIS, Op
-from nemesis.base import Compose, Fault, Noop, Planned, complete
+from nemesis.base import Combined, Fault, Noop, Planned, complete
 
 
 class FakeTargets:
@@ -69,7 +69,7 @@ class Recording:
 def test_noop_plans_nothing_and_compose_routes_by_f():
     assert plan(Noop(), 1, 30, 3) == []
     a, b = Recording("a"), Recording("b")
-    c = Compose([Noop(), a, b])
+    c = Combined([Noop(), a, b])
     assert c.fs == {"start-a", "stop-a", "start-b", "stop-b"}
     ops = plan(c, 5, 60, 3)
     starts = [p.f for p in ops if p.phase == "fault"]

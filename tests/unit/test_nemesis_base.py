@@ -1,4 +1,4 @@
-"""nemesis/base.py: Compose routes each op to the one nemesis that declares its f, refuses
+"""nemesis/base.py: Combined routes each op to the one nemesis that declares its f, refuses
 what nobody declares, fans events out to the reactive members and tears every member
 down; fault_intervals reads the faults that took effect back out of a history."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from harness.errors import BadArgument
 from harness.history import NEMESIS, Op
-from nemesis.base import Compose, Fault, NemesisContext, Noop, Planned, complete, fault_intervals
+from nemesis.base import Combined, Fault, NemesisContext, Noop, Planned, complete, fault_intervals
 
 
 class Member:
@@ -56,7 +56,7 @@ def inv(f: str, value=None) -> Op:
 
 def test_each_op_goes_to_the_member_that_declares_its_f():
     a, b = Member("a"), Member("b", fs=("cut", "mend"))
-    c = Compose([a, b])
+    c = Combined([a, b])
     assert c.routes == {"start-a": a, "stop-a": a, "cut": b, "mend": b} and c.fs == set(c.routes)
     for f in ("cut", "start-a", "mend", "stop-a", "cut"):
         done = c.invoke(inv(f, value=[f]))
@@ -67,7 +67,7 @@ def test_each_op_goes_to_the_member_that_declares_its_f():
 
 def test_an_f_nobody_declares_is_refused_and_reaches_no_member():
     a = Member("a")
-    for nemesis in (Compose([a]), Compose([]), Noop()):
+    for nemesis in (Combined([a]), Combined([]), Noop()):
         done = nemesis.invoke(inv("clock-bump", {"n1": 5.0}))
         assert (done.type, done.error) == ("fail", "no nemesis handles 'clock-bump'")  # it certainly did not happen
         assert done.f == "clock-bump" and done.value == {"n1": 5.0} and done.process == NEMESIS
@@ -76,19 +76,19 @@ def test_an_f_nobody_declares_is_refused_and_reaches_no_member():
 
 def test_two_members_declaring_one_f_are_refused_naming_both():
     with pytest.raises(BadArgument, match=r"^nemeses a and b both handle 'cut'; use only one of them$"):
-        Compose([Member("a", fs=("cut", "mend")), Member("b", fs=("cut", "join"))])
+        Combined([Member("a", fs=("cut", "mend")), Member("b", fs=("cut", "join"))])
 
 
 def test_noop_members_drop_out_and_nothing_is_left_to_plan():
     a = Member("a")
-    assert Compose([Noop(), a, Noop()]).members == [a]
-    empty = Compose([Noop()])
+    assert Combined([Noop(), a, Noop()]).members == [a]
+    empty = Combined([Noop()])
     assert empty.fs == frozenset() and empty.heal_ops() == []
     assert empty.next_fault(random.Random(1)) is None
 
 
 def test_faults_are_drawn_from_every_member_by_the_rng_alone():
-    c = Compose([Member("a"), Member("b"), Member("c")])
+    c = Combined([Member("a"), Member("b"), Member("c")])
     draws = [c.next_fault(random.Random(9)).start for _ in range(3)]
     assert draws[0] == draws[1] == draws[2]  # a fresh rng of one seed: one draw
     rng = random.Random(4)
@@ -99,18 +99,18 @@ def test_faults_are_drawn_from_every_member_by_the_rng_alone():
 
 def test_setup_reaches_every_member_and_events_reach_the_reactive_ones():
     plain, r1, r2 = Member("p"), Reacting("r1"), Reacting("r2")
-    c = Compose([plain, r1, r2])
+    c = Combined([plain, r1, r2])
     ctx = NemesisContext(spec=None, cluster=None)
     c.setup(ctx)
     assert plain.ctx is ctx and r1.ctx is ctx and r2.ctx is ctx
     event = Op(time_ns=5, process=3, type="ok", f="acquire")
     assert [(p.f, p.value) for p in c.on_event(7.5, event)] == [("start-r1", "acquire"), ("start-r2", "acquire")]
-    assert Compose([plain]).on_event(7.5, event) == []
+    assert Combined([plain]).on_event(7.5, event) == []
 
 
 def test_teardown_heals_every_member_even_when_one_fails():
     a, bad, b = Member("a"), Member("bad", teardown_error="iptables said no"), Member("b")
-    c = Compose([a, bad, b])
+    c = Combined([a, bad, b])
     with pytest.raises(RuntimeError, match="^bad: iptables said no$"):
         c.teardown()
     assert (a.torn_down, bad.torn_down, b.torn_down) == (1, 1, 1)
