@@ -38,7 +38,7 @@ from typing import Any
 
 from harness.cluster.base import ClockControl, SetsClocksTogether
 from harness.errors import BadArgument
-from harness.options import Option, read
+from harness.options import Option, values
 from harness.history import Op
 from nemesis.base import Fault, NemesisContext, complete
 
@@ -62,7 +62,7 @@ class ClockSkew:
     )
 
     def moves_server_clocks(self, spec: Any) -> bool:
-        return read(spec.options, self.OPTIONS[0]) == "servers"
+        return values(spec.options, self.OPTIONS)["clock_target"] == "servers"
 
     def setup(self, ctx: NemesisContext) -> None:
         self.ctx = ctx
@@ -94,14 +94,13 @@ class ClockSkew:
 
     def _common(self, ctx: NemesisContext) -> None:
         self._together = isinstance(self.cluster, SetsClocksTogether)
-        opts = ctx.spec.options
-        _, mode_opt, jitter, strobe, drift = self.OPTIONS
-        mode = read(opts, mode_opt)
+        v = values(ctx.spec.options, self.OPTIONS)
+        mode = v["clock_mode"]
         self.modes = MODES if mode == "mixed" else (mode,)
         self.jump = ctx.spec.jump_s
-        self.jitter = read(opts, jitter)  # jumps are 1..1+jitter x the jump
-        self.strobe_s = read(opts, strobe) / 1000
-        self.rate = read(opts, drift)
+        self.jitter = v["clock_jump_jitter"]  # jumps are 1..1+jitter x the jump
+        self.strobe_s = v["strobe_ms"] / 1000
+        self.rate = v["drift_rate"]
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 

@@ -18,7 +18,7 @@ from typing import Any
 from harness.cluster import grudge as G
 from harness.cluster.base import NetworkControl, client_host
 from harness.errors import BadArgument
-from harness.options import Option, read
+from harness.options import Option, values
 from harness.history import Op, begins_hold, ends_hold
 from nemesis.base import Fault, NemesisContext, complete
 
@@ -82,7 +82,7 @@ class Partition(_Net):
     def setup(self, ctx: NemesisContext) -> None:
         self._setup_net(ctx)
         self.names = ctx.lock_node_names()
-        shape = read(ctx.spec.options, self.OPTIONS[0])
+        shape = values(ctx.spec.options, self.OPTIONS)["partition_shape"]
         self.shapes = (shape,) if shape else SHAPES
 
     def next_fault(self, rng: random.Random) -> Fault:
@@ -116,11 +116,11 @@ class PartitionClient(_Net):
     def setup(self, ctx: NemesisContext) -> None:
         self._setup_net(ctx)
         self.names = ctx.lock_node_names()
-        self.k = read(ctx.spec.options, self.OPTIONS[0]) or len(self.names) // 2 + 1
+        self.k = values(ctx.spec.options, self.OPTIONS)["cut_servers"] or len(self.names) // 2 + 1
         if not 1 <= self.k <= len(self.names):
             raise BadArgument(f"cut_servers must be between 1 and {len(self.names)}, not {self.k}")
         self.holder: int | None = None
-        self.island = read(ctx.spec.options, self.OPTIONS[1])
+        self.island = values(ctx.spec.options, self.OPTIONS)["island"]
 
     def on_event(self, ctx, event: Op) -> list:
         if begins_hold(event.f, event.type) and isinstance(event.process, int):

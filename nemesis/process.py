@@ -18,7 +18,7 @@ from typing import Any
 from harness.cluster.base import HasLeader, ProcessControl
 from harness.cluster.kinds import server_kind
 from harness.errors import BadArgument
-from harness.options import Option, read
+from harness.options import Option, values
 from harness.history import NEMESIS, Holders, Op
 from nemesis.base import Fault, NemesisContext, Planned, complete
 
@@ -140,7 +140,7 @@ class PauseHolder:
     def setup(self, ctx: NemesisContext) -> None:
         self.ctx = ctx
         spec = ctx.spec
-        self.pause_s = read(spec.options, self.OPTIONS[0]) * spec.ttl_ms / 1000
+        self.pause_s = values(spec.options, self.OPTIONS)["pause_multiple"] * spec.ttl_ms / 1000
         self.cooldown = spec.nemesis_interval
         self.fault_phase = spec.time_limit - spec.recovery
         self.next_allowed = spec.nemesis_interval * 0.5

@@ -363,7 +363,7 @@ class Attribution:
 
 def _service(spec: Any) -> tuple[str | None, int, bool, bool]:
     """(server kind, count, whether expiry reads a clock the nemesis moves, whether data survives a restart)."""
-    from harness.options import CLUSTER_OPTIONS, read
+    from harness.options import cluster_option
 
     options = getattr(spec, "options", None) or {}
     try:
@@ -374,7 +374,7 @@ def _service(spec: Any) -> tuple[str | None, int, bool, bool]:
     except Exception:  # a foreign history's spec: no service known
         return None, 0, False, True
     try:
-        appendonly = bool(read(options, CLUSTER_OPTIONS[0]))
+        appendonly = bool(cluster_option(options, "appendonly"))
     except Exception:
         appendonly = False
     return kind, n, wall, kind != "valkey" or appendonly

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from harness.cluster.base import ServerKind
 from harness.errors import BadArgument
-from harness.options import CLUSTER_OPTIONS, read
+from harness.options import cluster_option
 
 KINDS = ("valkey", "etcd", "zookeeper")
 PREFIX = {"valkey": "n", "etcd": "e", "zookeeper": "z"}
@@ -23,7 +23,7 @@ def server_kind(name: str, options: Mapping[str, Any] | None = None) -> ServerKi
     if name == "valkey":
         from harness.cluster.valkey import ValkeyKind
 
-        return ValkeyKind(appendonly=read(options or {}, CLUSTER_OPTIONS[0]))
+        return ValkeyKind(appendonly=cluster_option(options or {}, "appendonly"))
     if name == "etcd":
         from harness.cluster.etcd import EtcdKind
 
@@ -41,7 +41,7 @@ def faketime_moves(kind: str, options: Mapping[str, Any] | None = None) -> bool:
     the JVM's wall clock); etcd never (Go reads time through the vDSO)."""
     if kind == "valkey":
         return True
-    return kind == "zookeeper" and read(options or {}, CLUSTER_OPTIONS[1]) == "faketime"
+    return kind == "zookeeper" and cluster_option(options or {}, "zk_clock") == "faketime"
 
 
 def servers_of(backend: str, options: Mapping[str, Any]) -> tuple[str, int]:
