@@ -47,9 +47,7 @@ def test_a_run_that_failed_to_start_does_not_move_latest(tmp_path, monkeypatch):
     assert r.returncode == 255 and "exited with code 1 during start" in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "latest").exists()
-    run_dir, = tmp_path.glob("redis-none/*")
-    summary = json.loads((run_dir / "results.json").read_text())["summary"]
-    assert summary["valid"] == "unknown"
+    assert not list(tmp_path.iterdir()), "a run that never started leaves no run dir"
 
 
 def test_a_run_after_a_killed_run_removes_its_leftovers_first(tmp_path):
