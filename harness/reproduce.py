@@ -331,7 +331,7 @@ def _causes(rows: list[dict]) -> str:
 
 
 def summary_table(rows: Iterable[dict]) -> str:
-    """The per-scenario table as Markdown (what the README shows)."""
+    """The per-scenario table as Markdown (what docs/reproduce.md shows)."""
     lines = ["| scenario | variant | expected | seeds | reached expected verdict | runs with two holders "
              "| first violation (s) | stale writes accepted / rejected | lost updates | causes of the violations |",
              "|---|---|---|---|---|---|---|---|---|---|"]

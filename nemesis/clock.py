@@ -89,7 +89,7 @@ class ClockSkew:
         if not self.targets:
             kind = next((n.kind for n in ctx.cluster.nodes if n.role == "lock"), "?")
             raise BadArgument(f"clock-skew cannot move the clocks of {kind} nodes here: neither libfaketime nor "
-                              f"the vDSO patch (ptrace) reaches them; see README, time faults")
+                              f"the vDSO patch (ptrace) reaches them; see docs/nemeses.md, how clocks are moved")
         self._common(ctx)
 
     def _common(self, ctx: NemesisContext) -> None:
