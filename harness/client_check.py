@@ -105,7 +105,7 @@ def client_check(command, servers, ttl_ms):
 
 def _client_check(command, servers, ttl_ms):
     from harness.cluster.assemble import make_cluster
-    from harness.cluster.local import state_root
+    from harness.cluster.provider import state_root
     from harness.spec import TestSpec
     from results.store import new_run_id
     from harness.cluster.containment import PROCS_ENV

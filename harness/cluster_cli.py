@@ -35,7 +35,7 @@ def up(backend, netns):
     spec = TestSpec(backend=backend, netns=netns, concurrency=1).validate()
     plugins.backend_class(backend)
     run_id = new_run_id()
-    from harness.cluster.local import state_root
+    from harness.cluster.provider import state_root
     from harness.cluster.reaper import KEPT
 
     say_reaped()

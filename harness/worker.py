@@ -486,7 +486,7 @@ class Workers:
         # Ctrl-C waits until every worker is spawned: a start cut half way leaves a child the
         # fork server made but no Process object knows, which nothing would stop.
         from harness.cluster.containment import PROCS_ENV
-        from harness.cluster.local import RUN_ENV
+        from harness.cluster.provider import RUN_ENV
         from harness.interrupts import deferred
 
         if self.mp_dir is not None:

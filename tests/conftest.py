@@ -35,7 +35,7 @@ def pytest_collection_modifyitems(config, items):
 def _run_ids() -> set[str]:
     import json
 
-    from harness.cluster.local import state_root
+    from harness.cluster.provider import state_root
     from harness.cluster.reaper import processes
 
     ids = set(processes(owner=OWNER).values())

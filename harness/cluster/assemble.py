@@ -12,7 +12,8 @@ from pathlib import Path
 
 from harness.cluster.base import Cluster
 from harness.cluster.kinds import faketime_moves, node_names, server_kind, servers_of
-from harness.cluster.local import Group, LocalCluster
+from harness.cluster.provider import Group
+from harness.cluster.local import local_cluster
 from harness.cluster.valkey import ValkeyKind
 from harness.spec import TestSpec
 from nemesis.base import Combined
@@ -33,8 +34,8 @@ def make_cluster(spec: TestSpec, run_id: str, log_dir: Path, nemeses: list) -> C
         from harness.cluster.ssh import make_ssh_cluster
 
         return make_ssh_cluster(spec, run_id, log_dir, [lock, res])
-    return LocalCluster(run_id, [lock, res], clients=spec.concurrency, netns=spec.netns, log_dir=log_dir,
-                        base_port=spec.base_port)
+    return local_cluster(run_id, [lock, res], clients=spec.concurrency, netns=spec.netns, log_dir=log_dir,
+                         base_port=spec.base_port)
 
 
 def preflight(spec: TestSpec) -> None:

@@ -39,7 +39,8 @@ from harness.cluster.base import Node, check_run_id
 from harness.cluster.compose_file import (
     BRIDGE, CLIENT_OFFSET, FAKETIME_LIB, GROUPS, NET, PEER_PORTS, PORTS, PROJECT, RUN_LABEL, TOPOLOGY,
     Server, document, group, image, render)
-from harness.cluster.local import Group, NetnsLinks, ServerCluster, clock_method, set_node_clock
+from harness.cluster.provider import Group, ServerCluster, clock_method, set_node_clock
+from harness.cluster.local import NetnsLinks
 from harness.errors import BadArgument, ClusterError, MissingDependency
 from harness.interrupts import quiet_group, shielded
 

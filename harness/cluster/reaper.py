@@ -19,7 +19,8 @@ from pathlib import Path
 
 from harness.cluster import containment
 from harness.cluster.base import RUN_ID, check_run_id
-from harness.cluster.local import RUN_ENV, remove_faketime_files, state_root
+from harness.cluster.provider import RUN_ENV, state_root
+from harness.cluster.local import remove_faketime_files
 
 
 TITLE_MARK = b"chaos-run="

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from harness.cluster.base import ClientPlace, Node, check_run_id
-from harness.cluster.local import FAKETIME_LIB, RUN_ENV, Group, ServerCluster
+from harness.cluster.provider import FAKETIME_LIB, RUN_ENV, Group, ServerCluster
 from harness.errors import BadArgument, ClusterError, MissingDependency
 from harness.interrupts import quiet_group, shielded
 

@@ -13,7 +13,8 @@ from typing import Callable
 import pytest
 
 from harness.cluster import etcd
-from harness.cluster.local import Group, LocalCluster
+from harness.cluster.provider import Group
+from harness.cluster.local import LocalCluster, local_cluster
 from harness.cluster.reaper import processes
 from harness.errors import MissingDependency
 
@@ -41,7 +42,7 @@ def start_cluster(request, log_dir: Path | None, group: Group, *, netns: bool, c
     except MissingDependency as e:  # say which package to install; any other error is a failure
         pytest.skip(str(e))
     run_id = secrets.token_hex(3)
-    cluster = LocalCluster(run_id, [group], netns=netns, clients=clients, log_dir=log_dir)
+    cluster = local_cluster(run_id, [group], netns=netns, clients=clients, log_dir=log_dir)
     label = group.kind.name
 
     def finish() -> None:

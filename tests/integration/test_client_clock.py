@@ -5,8 +5,6 @@ and a client without `clock` gets an `info` that says so."""
 
 import json
 import math
-import os
-import signal
 import time
 from pathlib import Path
 

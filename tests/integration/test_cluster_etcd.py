@@ -14,7 +14,8 @@ import pytest
 from pyetcd.exceptions import ConnectionFailedError, ConnectionTimeoutError
 
 from harness.cluster import etcd
-from harness.cluster.local import Group, LocalCluster
+from harness.cluster.provider import Group
+from harness.cluster.local import LocalCluster
 from tests.conftest import eventually
 from tests.integration.clusters import etcd_get, etcd_put, netns_ok, start_cluster
 

@@ -16,7 +16,8 @@ from kazoo.exceptions import KazooException, NodeExistsError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from harness.cluster import zookeeper as zk
-from harness.cluster.local import FAKETIME_LIB, Group, LocalCluster
+from harness.cluster.provider import FAKETIME_LIB, Group
+from harness.cluster.local import LocalCluster
 from tests.conftest import eventually
 from tests.integration.clusters import netns_ok, start_cluster
 

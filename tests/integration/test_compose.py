@@ -15,7 +15,7 @@ import pytest
 from harness.cluster import compose as C
 from harness.cluster import compose_file as F
 from harness.cluster.kinds import node_names, server_kind
-from harness.cluster.local import Group
+from harness.cluster.provider import Group
 from harness.cluster.reaper import proc_state
 from harness.cluster.valkey import ValkeyKind, connect
 from tests.conftest import ROOT, chaos, eventually

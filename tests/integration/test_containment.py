@@ -7,14 +7,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from harness.cluster import containment
-from harness.cluster.local import state_root
+from harness.cluster.provider import state_root
 from tests.conftest import OWNER, ROOT, chaos, eventually
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster.local import state_root
+from harness.cluster.provider import state_root
 from tests.conftest import ROOT, eventually
 from tests.integration.test_interrupt import leftovers
 

@@ -4,7 +4,8 @@ import json
 import secrets
 import pytest
 
-from harness.cluster.local import Group, LocalCluster
+from harness.cluster.provider import Group
+from harness.cluster.local import LocalCluster
 from harness.cluster.valkey import ValkeyKind, connect
 from tests.conftest import chaos
 
@@ -17,7 +18,7 @@ SUMMARY_FIELDS = {"valid", "violations", "ops", "acquires_ok", "acquires_fail", 
 
 def test_clock_jump_moves_time_and_expires_a_key_early(tmp_path):
     c = LocalCluster(secrets.token_hex(3), [Group(kind=ValkeyKind(), names=("n1", "n2"), fake_clock=True)],
-                     netns=False, log_dir=tmp_path)
+                     log_dir=tmp_path)
     c.up()
     try:
         jumped, steady = (connect(c.node(n), 1.0) for n in ("n1", "n2"))

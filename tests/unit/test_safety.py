@@ -20,7 +20,7 @@ HOSTILE_IDS = ["..", "/", "../x", "../../../tmp/x", ".", "a b c", "x" * 300, "AB
 @pytest.fixture
 def sentinels(tmp_path):
     """Directories a hostile id could reach from the state root: they must all survive."""
-    from harness.cluster.local import state_root
+    from harness.cluster.provider import state_root
 
     made = [Path("/tmp/x"), state_root().parent / "chaoslock-sentinel", tmp_path / "keep"]
     fresh = [d for d in made if not d.exists()]
@@ -52,7 +52,7 @@ def test_cluster_down_with_a_hostile_id_is_one_sentence(run_id, sentinels):
 def test_down_removes_only_state_dirs_it_wrote(tmp_path):
     """A dir under the state root that is not named by a run id, or holds no state.json
     (the first thing a run writes), or is a symlink, is not ours: it is left alone."""
-    from harness.cluster.local import make_state_root
+    from harness.cluster.provider import make_state_root
     from harness.cluster.reaper import _ours, kill_run
 
     root = make_state_root()
@@ -161,7 +161,7 @@ def test_a_proven_violation_stands_in_a_crashed_run(tmp_path):
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another user")
 def test_a_root_run_does_not_lock_other_users_out():
     """Root's state root exists; a non-root user still gets a private one of its own."""
-    from harness.cluster.local import make_state_root, state_root
+    from harness.cluster.provider import make_state_root, state_root
 
     root_dir = make_state_root()
     pid = os.fork()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.cluster import etcd, zookeeper
-from harness.cluster.local import Group
+from harness.cluster.provider import Group
 from harness.cluster.valkey import ValkeyKind
 from tests.integration.clusters import start_cluster
 

@@ -9,7 +9,7 @@ from typing import Callable
 import pytest
 
 from harness.cluster import etcd, zookeeper
-from harness.cluster.local import Group
+from harness.cluster.provider import Group
 from harness.cluster.valkey import ValkeyKind, connect
 from harness.history import Op
 from nemesis.clock import ClockSkew
