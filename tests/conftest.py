@@ -128,6 +128,15 @@ def eventually(fn: Callable[[], Any], timeout: float = 20.0, step: float = 0.1, 
         time.sleep(step)
 
 
+def installed(ok: bool, what: str) -> None:
+    """A tool `make install` installs and this test needs: when it is missing the test fails,
+    naming it, instead of skipping (a suite that skips it passes green without testing it).
+    Skip only what this machine cannot have (root, namespaces, a kernel feature)."""
+    if not ok:
+        pytest.fail(f"{what} is missing, but `make install` installs it (scripts/install.sh): run make install",
+                    pytrace=False)
+
+
 def need_root_netns() -> str | None:
     """Why namespaces cannot be used here (not root, no `ip`), or None when they can."""
     from harness.cluster.netns import netns_available
@@ -135,4 +144,4 @@ def need_root_netns() -> str | None:
     return netns_available()
 
 
-__all__ = ["chaos", "eventually", "need_root_netns", "ROOT"]
+__all__ = ["chaos", "eventually", "installed", "need_root_netns", "ROOT"]

@@ -10,13 +10,13 @@ import time
 from pathlib import Path
 from typing import Callable
 
-import pytest
 
 from harness.cluster import etcd
 from harness.cluster.provider import Group
 from harness.cluster.local import LocalCluster, local_cluster
 from harness.cluster.reaper import processes
 from harness.errors import MissingDependency
+from tests.conftest import installed
 
 
 def netns_ok() -> bool:
@@ -35,12 +35,12 @@ def rss_mb(pid: int) -> float:
 def start_cluster(request, log_dir: Path | None, group: Group, *, netns: bool, clients: int = 0,
                   before_down: Callable[[], None] | None = None) -> LocalCluster:
     """Up a cluster of one group; its finalizer stops it and asserts no process, state dir or
-    namespace of the run is left. Skips (naming the package) when the server is missing.
+    namespace of the run is left. Fails (naming the package) when the server is missing.
     Without a log_dir the node logs live in the state dir and go with it."""
     try:
         group.kind.check_installed()
-    except MissingDependency as e:  # say which package to install; any other error is a failure
-        pytest.skip(str(e))
+    except MissingDependency as e:  # `make install` installs every server: missing is a failure, named
+        installed(False, str(e))
     run_id = secrets.token_hex(3)
     cluster = local_cluster(run_id, [group], netns=netns, clients=clients, log_dir=log_dir)
     label = group.kind.name

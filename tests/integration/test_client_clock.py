@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.cluster import timewarp
-from tests.conftest import ROOT, chaos
+from tests.conftest import ROOT, chaos, installed
 from workloads.base import Clock
 from workloads.external import ClientBroke, ExternalClient, reference_client
 
@@ -65,8 +65,7 @@ def run(tmp_path, command, servers):
 @pytest.mark.parametrize("lang", sorted(CLIENTS))
 def test_each_reference_client_reads_back_the_skew_of_its_own_clock(tmp_path, lang):
     client = reference_client(CLIENTS[lang])
-    if not client.built.exists():
-        pytest.skip(f"{client.built.relative_to(ROOT)} is not built: run make install")
+    installed(client.built.exists(), f"{client.built.relative_to(ROOT)} (built by make install)")
     s = run(tmp_path, client.command, client.servers)
     pairs = bumps(s["run_dir"])
     assert pairs, "the nemesis bumped the clients' clocks"

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import ROOT, chaos
+from tests.conftest import ROOT, chaos, installed
 
 pytestmark = pytest.mark.integration
 
@@ -18,9 +18,9 @@ BINARY = ROOT / "clients/go-etcd/bin/go-etcd"
 
 @pytest.fixture(scope="module")
 def client():
-    if shutil.which("go") is None and not BINARY.exists():
-        pytest.skip("Go is not installed, so clients/go-etcd is not built (scripts/clients/go-etcd.sh installs "
-                    "golang-go and golang-etcd-server-dev and builds it)")
+    installed(shutil.which("go") is not None or BINARY.exists(),
+              "Go, and so clients/go-etcd (scripts/clients/go-etcd.sh installs golang-go and golang-etcd-server-dev "
+              "and builds it),")
     if shutil.which("go") is not None:  # up to date in a few ms; rebuilds after main.go changed
         r = subprocess.run([str(ROOT / "scripts/clients/go-etcd.sh")], check=False, capture_output=True, text=True,
                            timeout=300)

@@ -7,15 +7,17 @@ import shutil
 
 import pytest
 
-from tests.conftest import ROOT, chaos
+from tests.conftest import ROOT, chaos, installed
 
 pytestmark = pytest.mark.integration
 
 CLIENT = ROOT / "clients" / "node-redlock"
 CMD = f"node {CLIENT / 'client.js'}"
 
-if shutil.which("node") is None or not (CLIENT / "node_modules" / "redlock").is_dir():
-    pytest.skip("node or the client's npm packages are missing: run `make install`", allow_module_level=True)
+@pytest.fixture(autouse=True)
+def node_client():
+    installed(shutil.which("node") is not None and (CLIENT / "node_modules" / "redlock").is_dir(),
+              "node or the client's npm packages (clients/node-redlock)")
 
 
 def test_it_passes_the_conformance_check():

@@ -18,7 +18,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from harness.cluster import zookeeper as zk
 from harness.cluster.provider import FAKETIME_LIB, Group
 from harness.cluster.local import LocalCluster
-from tests.conftest import eventually
+from tests.conftest import eventually, installed
 from tests.integration.clusters import netns_ok, start_cluster
 
 pytestmark = pytest.mark.integration
@@ -115,8 +115,8 @@ def test_killed_follower_restarts_with_its_data_and_serves(cluster):
     assert zk.leader(nodes) == lead  # a follower's return does not force an election
 
 
-@pytest.mark.skipif(not os.path.exists(FAKETIME_LIB), reason="libfaketime is not installed")
 def test_read_clock_sees_a_libfaketime_skew(request, tmp_path):
+    installed(os.path.exists(FAKETIME_LIB), f"{FAKETIME_LIB} (apt package libfaketime)")
     cluster = make_cluster(request, tmp_path, fake_clock=True)
     victim = cluster.nodes[0]
     assert abs(cluster.read_clock_offset(victim.name)) < 0.5

@@ -14,6 +14,7 @@ from harness.checker.properties import check_fairness
 from harness.history import read_history
 from harness.runner import run
 from harness.spec import TestSpec
+from tests.conftest import installed
 from tests.unit.test_compare import pages  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.integration
@@ -56,8 +57,8 @@ def test_a_hundred_clients_over_twenty_four_keys(tmp_path):
     assert {o.process % 100 for o in history if isinstance(o.process, int)} == set(range(100))
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt-get install -y chromium)")
 def test_compare_html_draws_its_charts_in_chromium(pages, tmp_path):  # noqa: F811
+    installed(CHROMIUM.exists(), f"{CHROMIUM} (apt package chromium)")
     d, cells = pages
     profile = tmp_path / "chromium-profile"
     r = subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

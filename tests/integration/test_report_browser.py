@@ -18,11 +18,18 @@ from harness.analysis import analyse
 from harness.history import HistoryWriter
 from harness.spec import TestSpec
 from results import store
+from tests.conftest import installed
 from tests.unit.test_report import EVIL_ERROR, realistic_history
 
 CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = [pytest.mark.integration,
-              pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt-get install -y chromium)")]
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True)
+def chromium_installed():
+    installed(CHROMIUM.exists(), f"{CHROMIUM} (apt package chromium)")
+
+
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars"]
 

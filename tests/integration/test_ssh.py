@@ -11,12 +11,16 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, chaos, eventually
+from tests.conftest import ROOT, chaos, eventually, installed
 from tests.integration.sshlab import SSHD, SshLab, lab_leftovers
 
 pytestmark = [pytest.mark.integration,
-              pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists(SSHD),
-                                 reason="needs root and openssh-server (make install)")]
+              pytest.mark.skipif(os.geteuid() != 0, reason="the ssh lab needs root (namespaces, its own sshd)")]
+
+
+@pytest.fixture(autouse=True)
+def sshd():
+    installed(os.path.exists(SSHD), f"{SSHD} (apt package openssh-server)")
 
 
 @pytest.fixture(scope="module")

