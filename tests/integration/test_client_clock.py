@@ -5,13 +5,12 @@ and a client without `clock` gets an `info` that says so."""
 
 import json
 import math
-import time
 from pathlib import Path
 
 import pytest
 
 from harness.cluster import timewarp
-from tests.conftest import ROOT, chaos, installed
+from tests.conftest import ROOT, chaos, eventually, installed
 from workloads.base import Clock
 from workloads.external import ClientBroke, ExternalClient, reference_client
 
@@ -24,10 +23,11 @@ CLIENTS = {"go": "go-etcd", "java": "java-curator", "node": "node-redlock"}
 
 
 def wait_read(reads, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while math.isnan(reads[0]) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return reads[0]
+    """The offset the client read back, once it has (NaN: it has not, within `timeout`)."""
+    try:
+        return eventually(lambda: reads[0], timeout=timeout, step=0.02, until=lambda v: not math.isnan(v))
+    except AssertionError:
+        return reads[0]
 
 
 def test_a_client_process_is_skewed_read_back_and_skewed_again_after_a_restart(tmp_path):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import chaos
+from tests.conftest import chaos, eventually
 
 pytestmark = pytest.mark.integration
 
@@ -57,7 +57,6 @@ def test_a_run_after_a_killed_run_removes_its_leftovers_first(tmp_path):
     import signal
     import subprocess
     import sys
-    import time
 
     from tests.conftest import ROOT
     from tests.integration.test_interrupt import descendants_with_owner, leftovers
@@ -66,20 +65,15 @@ def test_a_run_after_a_killed_run_removes_its_leftovers_first(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", "redlock", "--time-limit", "60",
                           "--store", str(tmp_path / "a")], cwd=ROOT, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 60
-    hist = None
-    while time.monotonic() < deadline and p.poll() is None:
+    def going():
         hist = next((tmp_path / "a").glob("redlock-none/*/history.jsonl"), None)
-        if hist is not None and '"type":"ok"' in hist.read_text():
-            break
-        time.sleep(0.1)
-    assert hist is not None and p.poll() is None, "the run never got going"
+        return p.poll() is not None or (hist is not None and '"type":"ok"' in hist.read_text())
+
+    eventually(going, timeout=60)
+    assert p.poll() is None, "the run ended before it was killed"
     os.kill(p.pid, signal.SIGKILL)
     p.wait()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any("spawn_main" in _cmdline(pid) for pid in descendants_with_owner()):
-        time.sleep(0.1)
-    assert not any("spawn_main" in _cmdline(pid) for pid in descendants_with_owner()), "a worker outlived its runner"
+    eventually(lambda: not any("spawn_main" in _cmdline(pid) for pid in descendants_with_owner()), timeout=10)
     left = leftovers()
     assert left["netns"] - before["netns"], "the killed run should have left its namespaces"
     r = chaos("run", "--backend", "redis", "--time-limit", "2", "--store", str(tmp_path / "b"))
