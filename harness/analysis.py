@@ -70,7 +70,8 @@ def analyse(spec: Any, run_dir: Path, *, timings: dict | None = None, errors: li
     doc = {"summary": summary, "checkers": {n: r.to_dict() for n, r in results.items()}}
     store.write_json(run_dir / "results.json", doc)
     mutex = results.get("mutex")
-    write_ops_csv(history, run_dir / "ops.csv", (mutex.details or {}).get("causes", ()) if mutex else ())
+    write_ops_csv(history, run_dir / "ops.csv", (mutex.details or {}).get("causes", ()) if mutex else (),
+                  dict(getattr(spec, "facts", None) or {}))
     from results.report import write_report
 
     write_report(run_dir, spec, history, doc)

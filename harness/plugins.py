@@ -70,6 +70,15 @@ def backend_class(name: str):
     return _load(reg[name])
 
 
+def servers_of(backend: str, options) -> tuple[str, int]:
+    """(kind, count) of a backend's lock service: its `servers`, or what its options choose
+    (a class with `servers_for(options)`, workloads.base.ChoosesServers: an external client's
+    --servers)."""
+    cls = backend_class(backend)
+    choose = getattr(cls, "servers_for", None)
+    return choose(options) if callable(choose) else cls.servers
+
+
 def nemesis_class(name: str):
     reg = _registry(NEMESES, "chaoslock.nemeses")
     if name not in reg:

@@ -15,9 +15,10 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness import interrupts, plugins
+from harness import faults, interrupts, plugins
 from harness.cluster.assemble import make_cluster, preflight
 from harness.cluster.base import Cluster
+from harness.facts import service_facts
 from harness.generator import Context, FaultSchedule, Pending
 from harness.history import NEMESIS, Holders, HistoryWriter, Op, now_ns
 from harness.progress import Progress
@@ -67,9 +68,18 @@ def run(spec: TestSpec, *, progress: bool = True) -> RunOutcome:
         return _run(spec, progress)
 
 
+def run_facts(spec: TestSpec, nemeses: list) -> dict:
+    """What the checkers need to know about this run's servers and faults (harness/facts.py),
+    so that checking a stored run loads no cluster, nemesis or client code."""
+    kind, count = plugins.servers_of(spec.backend, spec.options)
+    return {**service_facts(kind, count, spec.options),
+            "faults": faults.record(k for n in nemeses for k in getattr(n, "FAULTS", ()))}
+
+
 def _run(spec: TestSpec, progress: bool) -> RunOutcome:
     preflight(spec)
     nemeses = [plugins.nemesis_class(n)() for n in spec.nemesis]
+    spec = replace(spec, facts=run_facts(spec, nemeses))  # written with the spec, read by the checkers
     run_id = store.new_run_id()
     made_test_dir = not (Path(spec.store) / spec.name).exists()  # removed again if the run never starts
     run_dir = store.new_run_dir(spec.store, spec.name)

@@ -24,6 +24,8 @@
   cluster          "local" (processes in namespaces, the default), "compose" (Docker) or
                    "ssh" (the user's own hosts, named in `ssh`)
   store            directory runs land in (store/<name>/<timestamp>/)
+  facts            what the run recorded about its servers and faults for the checkers
+                   (harness/facts.py); set by the runner, never by a flag
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ class TestSpec:
     cluster: str = "local"
     ssh: Mapping[str, Any] = field(default_factory=dict)  # --cluster ssh: hosts, user, port, key, known_hosts
     command: str = ""
+    facts: Mapping[str, Any] = field(default_factory=dict)  # recorded by the runner (harness/facts.py)
 
     @property
     def name(self) -> str:
@@ -148,10 +151,10 @@ class TestSpec:
             raise BadArgument(f"ssh must be a mapping (hosts, user, port, key, known_hosts), not {type(self.ssh).__name__}")
         if not isinstance(self.options, Mapping):
             raise BadArgument(f"options must be a mapping of NAME to VALUE, not {type(self.options).__name__}")
+        if not isinstance(self.facts, Mapping):
+            raise BadArgument(f"facts must be a mapping, not {type(self.facts).__name__}")
         typed, _ = options.resolve(backend, nemeses, self.options)
-        from harness.cluster.kinds import servers_of
-
-        servers_of(self.backend, typed)  # a backend whose servers come from its options checks them now
+        plugins.servers_of(self.backend, typed)  # a backend whose servers come from its options checks them now
         return dataclasses.replace(self, options=typed)
 
     def notes(self) -> list[str]:
@@ -166,6 +169,7 @@ class TestSpec:
         d["nemesis"] = list(self.nemesis)
         d["options"] = dict(self.options)
         d["ssh"] = dict(self.ssh)
+        d["facts"] = dict(self.facts)
         return d
 
     def to_json(self) -> str:

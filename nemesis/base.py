@@ -19,42 +19,8 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 
 from harness.cluster.base import Cluster
 from harness.errors import BadArgument
+from harness.faults import FaultKind
 from harness.history import Op, now_ns
-
-
-# Which fault each healing op ends, so readers of a history (CSV, report) can draw the
-# interval a fault was active without loading any nemesis. A plugin nemesis adds its pairs.
-HEALS: dict[str, str | tuple[str, ...]] = {
-    "clock-reset": ("clock-bump", "clock-strobe", "clock-drift"),
-    "resume": "pause",
-    "restart": "kill",
-    "resume-holder": "pause-holder",
-    "heal": "partition",
-    "heal-client": "partition-client",
-}
-
-
-def fault_intervals(history) -> list[dict]:
-    """[{f, start_ns, end_ns | None, value}] of every fault that took effect, from the history."""
-    from harness.history import NEMESIS, pair_ops
-
-    open_: dict[str, dict] = {}
-    out: list[dict] = []
-    ops = sorted((o for o in history if o.process == NEMESIS), key=lambda o: (o.time_ns, o.index))
-    for inv, op in sorted(((i, d) for i, d in pair_ops(ops) if d is not None), key=lambda p: (p[1].time_ns, p[1].index)):
-        if op.type == "fail":
-            continue
-        if op.f in HEALS:
-            ends = HEALS[op.f]
-            for f in (ends,) if isinstance(ends, str) else ends:
-                started = open_.pop(f, None)
-                if started is not None:
-                    started["end_ns"] = op.time_ns
-        elif op.f not in open_:
-            iv = {"f": op.f, "start_ns": inv.time_ns, "end_ns": None, "value": op.value}
-            open_[op.f] = iv
-            out.append(iv)
-    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,6 +82,10 @@ class Nemesis(Protocol):
 
     name: str
     fs: frozenset[str]  # the op fs it handles (Combined routes by them)
+    # Its kinds of fault, for readers of the history (harness/faults.py): the op that starts
+    # each, the op that heals it, whom its value names, the causes it can explain. The runner
+    # records them into the run's facts, so checkers never load this code.
+    FAULTS: tuple[FaultKind, ...]
 
     def setup(self, ctx: NemesisContext) -> None: ...
 
@@ -154,6 +124,7 @@ class Noop:
 
     name = "none"
     fs: frozenset[str] = frozenset()
+    FAULTS: tuple[FaultKind, ...] = ()
     OPTIONS: tuple = ()
 
     def setup(self, ctx: NemesisContext) -> None:
@@ -186,6 +157,7 @@ class Combined:
                     raise BadArgument(f"nemeses {self.routes[f].name} and {m.name} both handle {f!r}; use only one of them")
                 self.routes[f] = m
         self.fs = frozenset(self.routes)
+        self.FAULTS = tuple(k for m in self.members for k in getattr(m, "FAULTS", ()))
         self.reactive = [m for m in self.members if isinstance(m, Reactive)]  # asked once: a Protocol check is slow
 
     def setup(self, ctx: NemesisContext) -> None:

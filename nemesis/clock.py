@@ -40,6 +40,7 @@ from harness.cluster.base import ClockControl, SetsClocksTogether
 from harness.errors import BadArgument
 from harness.options import Option, values
 from harness.history import Op
+from harness.faults import FaultKind
 from nemesis.base import Fault, NemesisContext, complete
 
 TOLERANCE_S = 0.5
@@ -50,6 +51,9 @@ MODES = ("bump", "back", "strobe", "drift")
 class ClockSkew:
     name = "clock-skew"
     fs = frozenset({"clock-bump", "clock-strobe", "clock-drift", "clock-reset"})
+    # a moved clock expires keys early on servers whose expiry reads it, or skews a client's lease
+    FAULTS = tuple(FaultKind(f=f, heal="clock-reset", explains=("early-server-clock", "early-client-clock"))
+                   for f in ("clock-bump", "clock-strobe", "clock-drift"))
     OPTIONS = (
         Option(name="clock_target", type=str, default="servers", choices=("servers", "clients"),
                help="whose clocks jump: the lock servers', or the client workers' (in-process)"),

@@ -18,6 +18,7 @@ from typing import Any
 from harness.cluster import grudge as G
 from harness.cluster.base import NetworkControl, client_host
 from harness.errors import BadArgument
+from harness.faults import FaultKind
 from harness.options import Option, values
 from harness.history import Op, begins_hold, ends_hold
 from nemesis.base import Fault, NemesisContext, complete
@@ -76,6 +77,8 @@ class _Net:
 class Partition(_Net):
     name = "partition"
     fs = frozenset({"partition", "heal"})
+    # sessions expire on the far side; a release cut off may still land after the heal
+    FAULTS = (FaultKind(f="partition", heal="heal", targets="everyone", explains=("early-partition", "in-flight-release")),)
     OPTIONS = (Option(name="partition_shape", type=str, default=None, choices=SHAPES,
                       help="one shape for every cut (default: a random shape each time)"),)
 
@@ -108,6 +111,8 @@ class Partition(_Net):
 class PartitionClient(_Net):
     name = "partition-client"
     fs = frozenset({"partition-client", "heal-client"})
+    FAULTS = (FaultKind(f="partition-client", heal="heal-client", targets="client",
+                        explains=("overran-cut-off", "early-partition", "in-flight-release")),)
     OPTIONS = (Option(name="cut_servers", type=int, default=None, min=1, max=64,
                       help="how many lock servers the holder is cut from (default: a majority)"),
                Option(name="island", type=bool, default=False,

@@ -18,6 +18,7 @@ from typing import Any
 from harness.cluster.base import HasLeader, ProcessControl
 from harness.cluster.kinds import server_kind
 from harness.errors import BadArgument
+from harness.faults import FaultKind
 from harness.options import Option, values
 from harness.history import NEMESIS, Holders, Op
 from nemesis.base import Fault, NemesisContext, Planned, complete
@@ -71,6 +72,7 @@ class _ServerProcessNemesis:
 class Pause(_ServerProcessNemesis):
     name = "pause"
     fs = frozenset({"pause", "resume"})
+    FAULTS = (FaultKind(f="pause", heal="resume"),)  # a paused server grants nothing: it explains no violation
     start_f, stop_f = "pause", "resume"
 
     def invoke(self, op: Op) -> Op:
@@ -97,6 +99,7 @@ class Pause(_ServerProcessNemesis):
 class Kill(_ServerProcessNemesis):
     name = "kill"
     fs = frozenset({"kill", "restart"})
+    FAULTS = (FaultKind(f="kill", heal="restart", explains=("early-restart",)),)  # a server without its data
     start_f, stop_f = "kill", "restart"
 
     def invoke(self, op: Op) -> Op:
@@ -134,6 +137,7 @@ class PauseHolder:
 
     name = "pause-holder"
     fs = frozenset({"pause-holder", "resume-holder"})
+    FAULTS = (FaultKind(f="pause-holder", heal="resume-holder", targets="worker", explains=("overran-paused",)),)
     OPTIONS = (Option(name="pause_multiple", type=float, default=2.0, above=0, max=1000,
                       help="how long the holder stays stopped, in TTLs"),)
 

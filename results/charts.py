@@ -45,8 +45,10 @@ class Frame:
         return (ns - self.t0) / 1e9
 
 
-def frame(history: Sequence[Op]) -> Frame:
-    from nemesis.base import fault_intervals
+def frame(history: Sequence[Op], facts: dict | None = None) -> Frame:
+    """The time base and faults of a history; `facts` (the run's, harness/facts.py) name the
+    fault kinds its nemeses declared."""
+    from harness.faults import fault_intervals, table
 
     ops = sorted(history, key=lambda o: (o.time_ns, o.index))
     t0 = ops[0].time_ns if ops else 0
@@ -55,7 +57,7 @@ def frame(history: Sequence[Op]) -> Frame:
     procs = sorted({o.process for o in ops if o.process not in NOT_CLIENTS}, key=_process_order)
     pairs = [(i, c) for i, c in pair_ops(ops) if i.process not in NOT_CLIENTS]
     faults = []
-    for iv in fault_intervals(ops):
+    for iv in fault_intervals(ops, table(facts)):
         end = iv["end_ns"]
         faults.append({"f": iv["f"], "start_s": (iv["start_ns"] - t0) / 1e9,
                        "end_s": (end - t0) / 1e9 if end is not None else None, "value": iv["value"]})

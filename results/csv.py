@@ -9,13 +9,13 @@ import pandas as pd
 
 from harness.history import Op, pair_ops
 from harness.safefile import atomic_open
-from nemesis.base import fault_intervals
+from harness.faults import fault_intervals, table
 
 COLUMNS = ["index", "process", "f", "type", "key", "value", "token", "node", "error",
            "invoke_s", "complete_s", "latency_ms", "nemesis_active", "cause"]
 
 
-def ops_frame(history: Sequence[Op], causes: Sequence[Sequence] = ()) -> pd.DataFrame:
+def ops_frame(history: Sequence[Op], causes: Sequence[Sequence] = (), facts: dict | None = None) -> pd.DataFrame:
     """Completed ops with their latency and the faults active when they were invoked; an
     acquire that made a second holder has the violation's cause (harness/checker/causes.py)."""
     by_grant: dict[int, list[str]] = {}
@@ -43,7 +43,7 @@ def ops_frame(history: Sequence[Op], causes: Sequence[Sequence] = ()) -> pd.Data
     # Few faults, many ops: one vectorised mask per fault interval.
     t = pd.Series(invoked, dtype="int64")
     active = pd.Series([""] * len(df), dtype=object)
-    for iv in sorted(fault_intervals(history), key=lambda iv: iv["f"]):
+    for iv in sorted(fault_intervals(history, table(facts)), key=lambda iv: iv["f"]):
         mask = (t >= iv["start_ns"]) & (t < (iv["end_ns"] or end_all + 1))
         active[mask] = active[mask].map(lambda a, f=iv["f"]: f if not a else (a if f in a.split("+") else f"{a}+{f}"))
     df["nemesis_active"] = active.values
@@ -51,8 +51,9 @@ def ops_frame(history: Sequence[Op], causes: Sequence[Sequence] = ()) -> pd.Data
     return df
 
 
-def write_ops_csv(history: Sequence[Op], path: Path, causes: Sequence[Sequence] = ()) -> None:
-    """Replace `path` with the ops' rows (atomically, never through a link: harness/safefile.py)."""
-    frame = ops_frame(history, causes)
+def write_ops_csv(history: Sequence[Op], path: Path, causes: Sequence[Sequence] = (), facts: dict | None = None) -> None:
+    """Replace `path` with the ops' rows (atomically, never through a link: harness/safefile.py);
+    `facts` (the run's) name the fault kinds its nemeses declared."""
+    frame = ops_frame(history, causes, facts)
     with atomic_open(path, "w", newline="") as f:
         frame.to_csv(f, index=False)

@@ -326,7 +326,7 @@ def _chart(result: tuple[str, list[str]] | None, intro: str) -> str:
 
 def render(run_dir: Path, spec: Any, history: Sequence[Op], doc: dict) -> str:
     """The report's HTML as a string."""
-    fr = charts.frame(history)
+    fr = charts.frame(history, dict(getattr(spec, "facts", None) or {}) if not isinstance(spec, dict) else spec.get("facts"))
     sections: list[tuple[str, str, Callable[[], str]]] = [
         ("timeline", "Who held the lock", lambda: _chart(charts.timeline(fr, doc, history),
          "One lane per client process; a bar is a window in which the process believed it held the lock "

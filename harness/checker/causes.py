@@ -36,6 +36,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from harness import faults
+from harness.facts import SESSIONS, service_of
 from harness.history import NEMESIS, Op
 
 CAUSES = {
@@ -75,27 +77,27 @@ class FaultSpan:
     start_ns: int
     end_ns: int
     targets: frozenset  # node names, client names (c1..) or worker indexes (pause-holder)
+    explains: tuple[str, ...] = ()  # the cause slugs its kind declared (harness/faults.py)
 
     def meets(self, lo: int, hi: int) -> bool:
         return self.start_ns <= hi and lo <= self.end_ns
 
 
-def faults_of(history: Sequence[Op]) -> list[FaultSpan]:
+def faults_of(history: Sequence[Op], kinds: dict | None = None) -> list[FaultSpan]:
     """Every fault the nemesis recorded (not the failed ones), each from its invoke to the
-    completion of the first op that heals its kind (nemesis.base.HEALS), with its targets.
-    Unlike the report's bands, two faults of one kind that overlap stay two faults."""
+    completion of the first op that heals its kind (harness/faults.py: what the run's nemeses
+    declared), with its targets. Unlike the report's bands, two faults of one kind that
+    overlap stay two faults."""
     from harness.history import pair_ops
-    from nemesis.base import HEALS
 
-    healed_by: dict[str, str] = {}
-    for heal, starts in HEALS.items():
-        for f in (starts,) if isinstance(starts, str) else starts:
-            healed_by[f] = heal
+    kinds = faults.table() if kinds is None else kinds
+    healed_by = {k.f: k.heal for k in kinds.values()}
+    heal_fs = set(healed_by.values())
     nem = sorted((o for o in history if o.process == NEMESIS), key=lambda o: (o.time_ns, o.index))
     end_of_history = max((o.time_ns for o in history), default=0)
     heals: dict[str, list[int]] = {}
     for inv, done in pair_ops(nem):
-        if inv.f in HEALS and done is not None:
+        if inv.f in heal_fs and done is not None:
             heals.setdefault(inv.f, []).append(done.time_ns)
     for ends in heals.values():
         ends.sort()
@@ -107,24 +109,9 @@ def faults_of(history: Sequence[Op]) -> list[FaultSpan]:
         k = bisect.bisect_right(ends, inv.time_ns)
         value = done.value if done is not None and done.value is not None else inv.value
         out.append(FaultSpan(f=inv.f, start_ns=inv.time_ns, end_ns=ends[k] if k < len(ends) else end_of_history,
-                         targets=frozenset(_targets(inv.f, value))))
+                             targets=frozenset(faults.targets_of(kinds[inv.f], value)),
+                             explains=kinds[inv.f].explains))
     return out
-
-
-def _targets(f: str, v: Any) -> list:
-    if f == "pause-holder" and isinstance(v, dict):
-        return [v.get("worker")]
-    if f == "partition-client":
-        return [v["client"]] if isinstance(v, dict) and isinstance(v.get("client"), str) else ["@any-client"]
-    if f == "partition":
-        return ["@all"]
-    if isinstance(v, list):  # pause, kill: the nodes
-        return [str(n) for n in v]
-    if isinstance(v, dict) and isinstance(v.get("nodes"), list):  # clock-strobe, clock-drift
-        return [str(n) for n in v["nodes"]]
-    if f == "clock-bump" and isinstance(v, dict):
-        return [str(n) for n in v]
-    return []
 
 
 def is_client(name: Any) -> bool:
@@ -153,8 +140,9 @@ class Attribution:
 
     def __init__(self, spec: Any, history: Sequence[Op]):
         self.concurrency = max(1, int(getattr(spec, "concurrency", 1) or 1))
-        self.kind, self.n_servers, self.wall_expiry, self.persists = _service(spec)
-        self.faults = faults_of(history)
+        self.service = service_of(spec)  # the facts the run recorded, or what the spec alone says
+        self.kind, self.n_servers = self.service.kind, self.service.servers
+        self.faults = faults_of(history, faults.table(getattr(spec, "facts", None)))
         self.end_of_history = max((o.time_ns for o in history), default=0)
         self.holds: dict[int, Hold] = {}  # by the index of the acquire ok
         self._build(history)
@@ -210,7 +198,7 @@ class Attribution:
         self.foreign.sort(key=lambda r: r[0].time_ns)
         # Releases that timed out while the network was faulted: the request may still have
         # reached the server after the heal, and acted whenever it did (a late DEL).
-        net = [f for f in self.faults if f.f in ("partition", "partition-client")]
+        net = [f for f in self.faults if "in-flight-release" in f.explains]
         self.in_flight = sorted((inv for inv in timed_out if any(f.meets(inv.time_ns, inv.time_ns) for f in net)),
                                 key=lambda o: o.time_ns)
         self.foreign_times = [inv.time_ns for inv, _, _ in self.foreign]
@@ -281,13 +269,13 @@ class Attribution:
         past_s = round((a.end_ns - deadline) / 1e9, 3)
         w = self.worker(a.process)
         out = {"past_lease_s": past_s, "granted_after_lease_s": round((b.start_ns - deadline) / 1e9, 3)}
-        paused = [f for f in self.faults if f.f == "pause-holder" and w in f.targets and f.meets(a.start_ns, a.end_ns)]
+        paused = [f for f in self.faults if "overran-paused" in f.explains and w in f.targets and f.meets(a.start_ns, a.end_ns)]
         if paused:
             p = paused[0]
             return {"cause": "overran-paused", **out, "paused_s": round((min(p.end_ns, a.end_ns) - p.start_ns) / 1e9, 3),
                     "detail": f"{CAUSES['overran-paused']}: process {a.process} was paused and went on "
                               f"{past_s:g} s past its lease; {FENCING}"}
-        cut = [f for f in self.faults if f.f == "partition-client" and f.meets(a.start_ns, a.end_ns)
+        cut = [f for f in self.faults if "overran-cut-off" in f.explains and f.meets(a.start_ns, a.end_ns)
                and (f"c{w + 1}" in f.targets or "@any-client" in f.targets)]
         if cut:
             return {"cause": "overran-cut-off", **out,
@@ -306,21 +294,21 @@ class Attribution:
         k = bisect.bisect_left(self.foreign_times, a.invoke_ns - 60 * 10**9)
         foreign = [(inv, through) for inv, done, through in self.foreign[k:bisect.bisect_right(self.foreign_times, hi)]
                    if inv.process != a.process and done.time_ns >= a.invoke_ns]  # B's own release may have let B in
-        if self.wall_expiry:
+        if self.service.clock_expiry:
             need = 1 if self.n_servers <= 1 else self.n_servers // 2 + 1
             for f in self.faults:
                 servers = [t for t in f.targets if not is_client(t)]
-                if f.f.startswith("clock-") and servers and f.meets(lo, hi) and len(servers) >= need:
+                if "early-server-clock" in f.explains and servers and f.meets(lo, hi) and len(servers) >= need:
                     found.append(("early-server-clock", f"the clocks of {len(servers)} of {self.n_servers} servers "
                                                         f"jumped ({need} needed to expire the key)"))
                     break
-        if not self.persists and any(f.f == "kill" and f.meets(lo, hi) for f in self.faults):
+        if self.service.persists is False and any("early-restart" in f.explains and f.meets(lo, hi) for f in self.faults):
             found.append(("early-restart", "a server was killed and restarted without its data"))
-        if self.kind in ("etcd", "zookeeper") and any(f.f in ("partition", "partition-client") and f.meets(lo, hi)
-                                                      for f in self.faults):
+        if self.kind in SESSIONS and any("early-partition" in f.explains and f.meets(lo, hi) for f in self.faults):
             found.append(("early-partition", "a partition covers the moment"))
         mine = {f"c{self.worker(p) + 1}" for p in (a.process, b.process) if self.worker(p) is not None}
-        skewed = next((f for f in self.faults if f.f.startswith("clock-") and mine & f.targets and f.meets(lo, hi)), None)
+        skewed = next((f for f in self.faults if "early-client-clock" in f.explains and mine & f.targets
+                       and f.meets(lo, hi)), None)
         if skewed is not None:
             found.append(("early-client-clock", f"the clock of {', '.join(sorted(mine & skewed.targets))} was skewed"))
         base = {"lease_left_s": left_s}
@@ -342,6 +330,10 @@ class Attribution:
                                f"got the lock through an earlier violation (acquires #{through[0]} and #{through[1]}), "
                                f"released it while process {a.process} held it; process {b.process} was granted the "
                                f"lock {left_s:g} s before process {a.process}'s lease ended")
+        if not found and not self.service.known and any(f.meets(lo, hi) for f in self.faults):
+            return {"cause": "unknown", **base,
+                    "detail": "cause unknown: a fault covers the moment, but the run recorded no facts about its "
+                              "servers (kind, count, expiry clock) and none can be derived from its spec"}
         if not found:
             return {"cause": "unexplained", **base,
                     "detail": f"{CAUSES['unexplained']}: process {b.process} was granted the lock {left_s:g} s before "
@@ -359,25 +351,6 @@ class Attribution:
             found[done.f].append({"op": {"index": done.index, "process": done.process, "f": done.f,
                                          "time_ns": done.time_ns}, "why": why})
         return found
-
-
-def _service(spec: Any) -> tuple[str | None, int, bool, bool]:
-    """(server kind, count, whether expiry reads a clock the nemesis moves, whether data survives a restart)."""
-    from harness.options import cluster_option
-
-    options = getattr(spec, "options", None) or {}
-    try:
-        from harness.cluster.kinds import faketime_moves, servers_of
-
-        kind, n = servers_of(getattr(spec, "backend", None), options)
-        wall = faketime_moves(kind, options)
-    except Exception:  # a foreign history's spec: no service known
-        return None, 0, False, True
-    try:
-        appendonly = bool(cluster_option(options, "appendonly"))
-    except Exception:
-        appendonly = False
-    return kind, n, wall, kind != "valkey" or appendonly
 
 
 def by_cause(causes: Sequence[dict]) -> dict[str, int]:

@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from harness.cluster.base import ServerKind
+from harness import plugins
 from harness.errors import BadArgument
+from harness.facts import clock_expiry
 from harness.options import cluster_option
 
 KINDS = ("valkey", "etcd", "zookeeper")
@@ -38,20 +40,14 @@ def server_kind(name: str, options: Mapping[str, Any] | None = None) -> ServerKi
 def faketime_moves(kind: str, options: Mapping[str, Any] | None = None) -> bool:
     """Whether a kind's clock is moved through libfaketime (so its servers must start under
     it): valkey always; ZooKeeper only with zk_clock=faketime (else the vDSO patch moves
-    the JVM's wall clock); etcd never (Go reads time through the vDSO)."""
-    if kind == "valkey":
-        return True
-    return kind == "zookeeper" and cluster_option(options or {}, "zk_clock") == "faketime"
+    the JVM's wall clock); etcd never (Go reads time through the vDSO). The same fact a
+    checker reads as whether a clock move reaches expiry (harness/facts.py)."""
+    return clock_expiry(kind, options)
 
 
 def servers_of(backend: str, options: Mapping[str, Any]) -> tuple[str, int]:
-    """(kind, count) of a backend's lock service: its `servers`, or what its options choose
-    (ChoosesServers: an external client's --servers)."""
-    from harness import plugins
-    from workloads.base import ChoosesServers
-
-    cls = plugins.backend_class(backend)
-    return cls.servers_for(options) if isinstance(cls, ChoosesServers) else cls.servers
+    """(kind, count) of a backend's lock service (harness/plugins.py)."""
+    return plugins.servers_of(backend, options)
 
 
 def node_names(kind: str, count: int) -> tuple[str, ...]:

@@ -10,7 +10,8 @@ import pytest
 
 from harness.errors import BadArgument
 from harness.history import NEMESIS, Op
-from nemesis.base import Combined, Fault, NemesisContext, Noop, Planned, complete, fault_intervals
+from harness.faults import fault_intervals
+from nemesis.base import Combined, Fault, NemesisContext, Noop, Planned, complete
 
 
 class Member:
