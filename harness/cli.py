@@ -95,7 +95,36 @@ def verdict_text(s: dict, *, interrupted_by: int | None = None) -> str:
     return "\n".join(lines)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# The other commands, each loaded only when named (or listed by --help), so that `chaos check`
+# of a stored run loads no cluster, nemesis or client code (tests/unit/test_check_imports.py).
+LAZY = {
+    "cluster": "harness.cluster_cli:cluster",
+    "report": "results.commands:report",
+    "serve": "results.commands:serve",
+    "reproduce": "harness.reproduce:reproduce",
+    "client-check": "harness.client_check:client_check",
+    "explore": "harness.explore:explore",
+    "matrix": "harness.matrix:matrix",
+    "compare": "harness.compare:compare",
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose LAZY commands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(LAZY))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in LAZY and name not in self.commands:
+            import importlib
+
+            mod, _, attr = LAZY[name].partition(":")
+            self.add_command(getattr(importlib.import_module(mod), attr), name)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 def cli() -> None:
     """chaoslock: Jepsen-style chaos tests for distributed locks on real servers."""
 
@@ -264,29 +293,6 @@ def list_cmd(show_options):
             kind = "|".join(o.choices) if o.choices else ("true|false" if o.type is bool else o.type.__name__)
             print(f"  {name} ({kind}, default {o.default}; {', '.join(owners.get(name, []))}): {o.help}")
     return 0
-
-
-from harness.cluster_cli import cluster  # noqa: E402
-from results.commands import report, serve  # noqa: E402
-
-cli.add_command(cluster)
-cli.add_command(report)
-cli.add_command(serve)
-from harness.reproduce import reproduce  # noqa: E402
-
-cli.add_command(reproduce)
-from harness.explore import explore  # noqa: E402
-from harness.client_check import client_check  # noqa: E402
-
-cli.add_command(client_check)
-
-cli.add_command(explore)
-from harness.matrix import matrix  # noqa: E402
-
-cli.add_command(matrix)
-from harness.compare import compare  # noqa: E402
-
-cli.add_command(compare)
 
 
 def _terminate(signum, frame) -> None:
