@@ -22,7 +22,7 @@ from harness.facts import service_facts
 from harness.generator import Context, FaultSchedule, Pending
 from harness.history import NEMESIS, Holders, HistoryWriter, Op, now_ns
 from harness.progress import Progress
-from harness.options import cluster_option
+from harness.options import cluster_option, values
 from harness.spec import TestSpec
 from harness.worker import DONE, FAILED, MAX_OPS_PER_S, READY, THROTTLED, Workers
 from nemesis.base import Combined, NemesisContext, Planned
@@ -72,7 +72,8 @@ def run_facts(spec: TestSpec, nemeses: list) -> dict:
     """What the checkers need to know about this run's servers and faults (harness/facts.py),
     so that checking a stored run loads no cluster, nemesis or client code."""
     kind, count = plugins.servers_of(spec.backend, spec.options)
-    return {**service_facts(kind, count, spec.options),
+    declared = values(spec.options, getattr(plugins.backend_class(spec.backend), "OPTIONS", ()))  # with defaults
+    return {**service_facts(kind, count, {**spec.options, **declared}),
             "faults": faults.record(k for n in nemeses for k in getattr(n, "FAULTS", ()))}
 
 
