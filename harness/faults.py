@@ -15,6 +15,10 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 TARGETS = ("nodes", "worker", "client", "everyone")
+# What a fault can explain: the cause slugs of harness/checker/causes.py a fault grounds, plus
+# "in-flight-release" (a release that timed out while it was on may reach the server late).
+EXPLAINS = ("overran-paused", "overran-cut-off", "early-server-clock", "early-restart", "early-partition",
+            "early-client-clock", "in-flight-release")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -22,8 +26,8 @@ class FaultKind:
     """One kind of fault. `targets` says how its op's value names whom it hits: "nodes" (a
     list of node or client names, or {"nodes": [...]}, or {name: offset}), "worker" (a
     {"worker": index} of a client process), "client" ({"client": "c1"}, else any client),
-    "everyone" (the whole cluster). `explains` are cause slugs of harness/checker/causes.py
-    that this fault, when it covers the moment, can account for."""
+    "everyone" (the whole cluster). `explains` names what this fault, when it covers the
+    moment, can account for (EXPLAINS)."""
 
     f: str
     heal: str

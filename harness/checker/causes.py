@@ -1,8 +1,13 @@
 """Why each mutual-exclusion violation happened: the design's known exposure, or a bug.
 
-Derived only from the history: the validity each holder believed it had (`valid_until_ns`
-on its acquire and renew oks) and the nemesis ops that were recorded, never from the test's
-name. For two holders at once, A (the earlier) and B (the later):
+Derived only from the history and the facts the run recorded, never from the test's name
+or from cluster, nemesis or client code: the validity each holder believed it had
+(`valid_until_ns` on its acquire and renew oks), the nemesis ops that were recorded, the
+lock service (harness/facts.py: kind, count, whether a clock move reaches expiry, whether
+data survives a restart) and each fault kind's heal and the causes it can explain, as its
+nemesis declared them (harness/faults.py). A new nemesis explains through its own
+declaration; a fault on servers nobody recorded is `unknown`, never a pass.
+For two holders at once, A (the earlier) and B (the later):
 
 - **holder overran its lease** (`overran-*`): B was granted after A's own validity had ended,
   and A went on as holder. Why A was late: it was paused (`overran-paused`: a pause-holder
@@ -20,7 +25,8 @@ name. For two holders at once, A (the earlier) and B (the later):
   the misuse backends; last, because a holder a clock jump let in releases in good faith). A
   release that timed out during a partition counts too: it may have reached the server late.
   With none of these: **`unexplained`**, a bug in the client or the server.
-- `unknown`: A's validity was not recorded (an older or a foreign history).
+- `unknown`: A's validity was not recorded (an older or a foreign history), or a fault covers
+  the moment but the lock service is not known (no facts recorded, a backend not built in).
 
 Conservative by rule: a fault counts only when its recorded interval (from its invoke to the
 completion of the op that heals it, or the end of the history) meets the moment; a fault

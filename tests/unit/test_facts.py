@@ -20,6 +20,8 @@ def test_the_builtin_fault_record_is_what_the_builtin_nemeses_declare():
             assert k.f not in declared, f"{k.f} declared twice"
             declared[k.f] = k
     assert declared == faults.BUILTIN
+    for k in declared.values():
+        assert k.targets in faults.TARGETS and set(k.explains) <= set(faults.EXPLAINS), k
 
 
 def test_the_builtin_service_record_is_what_the_builtin_backends_declare():
