@@ -60,7 +60,8 @@ BUILTIN: dict[str, FaultKind] = {k.f: k for k in (
 def table(facts: Mapping[str, Any] | None = None) -> dict[str, FaultKind]:
     """The fault kinds a run recorded (facts["faults"]), over the built-in record."""
     out = dict(BUILTIN)
-    for d in (facts or {}).get("faults") or ():
+    recorded = facts.get("faults") if isinstance(facts, Mapping) else None
+    for d in recorded if isinstance(recorded, list) else ():
         try:
             k = FaultKind.from_dict(d)
         except (KeyError, TypeError, ValueError, AttributeError):

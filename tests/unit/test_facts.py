@@ -75,3 +75,10 @@ def test_a_fault_on_unknown_servers_is_an_unknown_cause_not_a_pass():
     assert [c["cause"] for c in causes] == ["unknown"] and r.valid is False
     h.spec.backend = "redis"  # a built-in backend: its facts are derived from the spec
     assert [c["cause"] for c in h.causes()[0]] == ["early-restart"]
+
+
+def test_malformed_facts_are_ignored_not_trusted():
+    for facts in (None, 5, {"faults": 7}, {"faults": "ab"}, {"faults": [3, {"x": 1}]}):
+        assert faults.table(facts) == faults.BUILTIN
+    assert not service_of(SimpleNamespace(backend="nonesuch", options={}, facts={"kind": 5})).known
+    assert service_of(SimpleNamespace(backend="redis", options={}, facts={"kind": 5})).kind == "valkey"  # derived
