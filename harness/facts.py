@@ -53,9 +53,13 @@ def persists(kind: str | None, options: Mapping[str, Any] | None = None) -> bool
         return False
 
 
-def service_facts(kind: str, count: int, options: Mapping[str, Any] | None = None) -> dict:
-    """The server facts of a lock service of `count` `kind` servers, as the runner records them."""
+def service_facts(kind: str, count: int, options: Mapping[str, Any] | None = None,
+                  ttl_ms: float | None = None) -> dict:
+    """The server facts of a lock service of `count` `kind` servers, as the runner records them.
+    The session timeout: ZooKeeper's session_timeout_ms option; etcd's lease of ceil(TTL) s."""
     session = (options or {}).get("session_timeout_ms")
+    if kind == "etcd" and isinstance(ttl_ms, (int, float)):
+        session = -(-ttl_ms // 1000) * 1000.0
     return {"kind": kind, "servers": int(count), "clock_expiry": clock_expiry(kind, options),
             "persists": persists(kind, options),
             "session_timeout_ms": session if kind in SESSIONS and isinstance(session, (int, float)) else None}
@@ -91,6 +95,6 @@ def service_of(spec: Any) -> Service:
     found = BUILTIN_SERVICE.get(getattr(spec, "backend", None) or "")
     if found is None:
         return Service()
-    d = service_facts(*found, options)
+    d = service_facts(*found, options, getattr(spec, "ttl_ms", None))
     return Service(kind=d["kind"], servers=d["servers"], clock_expiry=d["clock_expiry"], persists=d["persists"],
                    session_timeout_ms=d["session_timeout_ms"])

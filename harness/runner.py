@@ -73,7 +73,7 @@ def run_facts(spec: TestSpec, nemeses: list) -> dict:
     so that checking a stored run loads no cluster, nemesis or client code."""
     kind, count = plugins.servers_of(spec.backend, spec.options)
     declared = values(spec.options, getattr(plugins.backend_class(spec.backend), "OPTIONS", ()))  # with defaults
-    return {**service_facts(kind, count, {**spec.options, **declared}),
+    return {**service_facts(kind, count, {**spec.options, **declared}, spec.ttl_ms),
             "faults": faults.record(k for n in nemeses for k in getattr(n, "FAULTS", ()))}
 
 

@@ -50,6 +50,8 @@ def test_service_facts_per_kind():
     assert service_facts("valkey", 1, {})["persists"] is False
     assert service_facts("valkey", 1, {"appendonly": True})["persists"] is True
     assert service_facts("etcd", 3, {})["clock_expiry"] is False
+    assert service_facts("etcd", 3, {}, 2500)["session_timeout_ms"] == 3000.0  # a lease of whole seconds
+    assert service_facts("valkey", 5, {"session_timeout_ms": 9}, 2500)["session_timeout_ms"] is None
     assert service_facts("zookeeper", 3, {"zk_clock": "faketime"})["clock_expiry"] is True
 
 
