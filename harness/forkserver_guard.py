@@ -12,8 +12,13 @@ It also joins the run's cgroup (harness/cluster/containment.py), so every worker
 and everything those start, is born inside it.
 """
 
-from harness.cluster.containment import join_from_env
-from harness.interrupts import die_with_parent
+import signal
+
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal's Ctrl-C reaches us too: the runner owns it (preload
+# runs before multiprocessing's own SIG_IGN, and a press then killed the server with a KeyboardInterrupt)
+
+from harness.cluster.containment import join_from_env  # noqa: E402
+from harness.interrupts import die_with_parent  # noqa: E402
 
 die_with_parent()
 join_from_env()
