@@ -31,7 +31,8 @@ def test_sigint_mid_run_cleans_up_and_keeps_the_history(tmp_path):
     assert any(o["process"] == "final" for o in history), "the final read must still be recorded"
     assert (run_dir / "results.json").exists() and (run_dir / "report.html").exists()
     # Servers are checked by the no_leftovers fixture; workers carry our owner mark too.
-    assert not descendants_with_owner(), "a worker or server of the interrupted run survived"
+    left = descendants_with_owner()
+    assert not left, f"a worker or server of the interrupted run survived: {[_cmd(p) for p in left]}"
 
 
 def written_ops(store: Path) -> list[dict]:
@@ -85,7 +86,15 @@ def test_sigint_while_the_workers_start_still_tears_down(tmp_path):
     assert p.returncode == 130, err[-2000:]
     assert "Traceback" not in err and "missing field" not in err, err[-2000:]
     assert json.loads(out.strip().splitlines()[-1]).get("interrupted") is True
-    assert not descendants_with_owner(), "a worker or server of the interrupted run survived"
+    left = descendants_with_owner()
+    assert not left, f"a worker or server of the interrupted run survived: {[_cmd(p) for p in left]}"
+
+
+def _cmd(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:160]
+    except OSError:
+        return "?"
 
 
 def _children(parent: int) -> list[int]:
