@@ -83,12 +83,16 @@ class PotteryClient:
     servers = ("valkey", 5)
     OPTIONS = (node_timeout(50.0),
                Option(name="raise_on_redis_errors", type=bool, default=False,
-                      help="pottery's own flag: raise when a master errs instead of counting it as a no"))
+                      help="pottery's own flag: raise when a master errs instead of counting it as a no"),
+               Option(name="num_extensions", type=int, default=3, min=0,
+                      help="pottery's own limit on extend() per acquire (its default, 3); "
+                           "the next renew raises TooManyExtensions and is recorded as info"))
 
     def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
         v = values(options, self.OPTIONS)
         self.node_timeout = v["node_timeout_ms"] / 1000
         self.raise_on_redis_errors = v["raise_on_redis_errors"]
+        self.num_extensions = v["num_extensions"]
         self.clock = clock or Clock()
         self.masters: list[_SetTimed] = []
         self.held: dict[str, Any] = {}
@@ -101,7 +105,7 @@ class PotteryClient:
         from pottery import Redlock
 
         lock = Redlock(key=key, masters=self.masters, auto_release_time=ttl_ms / 1000,
-                       raise_on_redis_errors=self.raise_on_redis_errors)
+                       raise_on_redis_errors=self.raise_on_redis_errors, num_extensions=self.num_extensions)
         if not lock.acquire(blocking=True, timeout=timeout_s):
             raise NotAcquired(f"pottery Redlock.acquire(timeout={timeout_s:g}) returned False")
         value = lock._uuid  # pottery keeps the holder's random value here (not public API)
