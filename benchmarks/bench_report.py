@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # for tests.unit.test_report, when run as a script
 
-from harness.analysis import analyse  # noqa: E402
-from harness.history import HistoryWriter, read_history  # noqa: E402
-from harness.spec import TestSpec  # noqa: E402
+from harness.engine.analysis import analyse  # noqa: E402
+from harness.core.history import HistoryWriter, read_history  # noqa: E402
+from harness.core.spec import TestSpec  # noqa: E402
 from results import store  # noqa: E402
 from results.report import write_report  # noqa: E402
 from tests.unit.test_report import realistic_history  # noqa: E402

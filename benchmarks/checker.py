@@ -42,7 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.checker.linearizable import check_linearizable  # noqa: E402
-from harness.history import Op  # noqa: E402
+from harness.core.history import Op  # noqa: E402
 
 US = 1_000
 SIZES = (1_000, 10_000, 100_000)

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness.cluster.assemble import make_cluster  # noqa: E402
 from harness.cluster.provider import state_root  # noqa: E402
-from harness.spec import TestSpec  # noqa: E402
+from harness.core.spec import TestSpec  # noqa: E402
 from results.store import new_run_id  # noqa: E402
 from workloads.external import ExternalClient  # noqa: E402
 from workloads.redis_single import RedisSingleClient  # noqa: E402

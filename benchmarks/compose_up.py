@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.cluster.assemble import make_cluster  # noqa: E402
-from harness.spec import TestSpec  # noqa: E402
+from harness.core.spec import TestSpec  # noqa: E402
 from results.store import new_run_id  # noqa: E402
 
 BACKENDS = ("redis", "redlock", "etcd", "zookeeper")

@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.cluster.assemble import make_cluster  # noqa: E402
-from harness.history import read_history  # noqa: E402
-from harness.runner import run  # noqa: E402
-from harness.spec import TestSpec  # noqa: E402
+from harness.core.history import read_history  # noqa: E402
+from harness.engine.runner import run  # noqa: E402
+from harness.core.spec import TestSpec  # noqa: E402
 from results.store import new_run_id  # noqa: E402
 
 # The bare loop: the backend's own scripts, a fresh value per acquire, nothing recorded.
@@ -94,7 +94,7 @@ def recording_us_per_cycle(cycles: int = 20000) -> float:
     import multiprocessing as mp
     from multiprocessing.reduction import ForkingPickler
 
-    from harness.worker import BATCH, Recorder
+    from harness.engine.worker import BATCH, Recorder
 
     class Pickling:  # what mp.Queue.put costs a batch, minus the pipe
         def put(self, batch):

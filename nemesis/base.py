@@ -18,9 +18,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, Sequence, runtime_checkable
 
 from harness.cluster.base import Cluster
-from harness.errors import BadArgument
-from harness.faults import FaultKind
-from harness.history import Op, now_ns
+from harness.core.errors import BadArgument
+from harness.core.faults import FaultKind
+from harness.core.history import Op, now_ns
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,7 +41,7 @@ class Planned:
 
 @runtime_checkable
 class Clients(Protocol):
-    """What a nemesis may do to the client workers (harness.worker.Workers): stop and
+    """What a nemesis may do to the client workers (harness.engine.worker.Workers): stop and
     continue one (index 0..concurrency-1), ask whether it holds the lock, skew its
     in-process wall clock. `paused` is the set of indexes stopped now."""
 
@@ -82,7 +82,7 @@ class Nemesis(Protocol):
 
     name: str
     fs: frozenset[str]  # the op fs it handles (Combined routes by them)
-    # Its kinds of fault, for readers of the history (harness/faults.py): the op that starts
+    # Its kinds of fault, for readers of the history (harness/core/faults.py): the op that starts
     # each, the op that heals it, whom its value names, the causes it can explain. The runner
     # records them into the run's facts, so checkers never load this code.
     FAULTS: tuple[FaultKind, ...]

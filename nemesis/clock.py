@@ -37,10 +37,10 @@ import time
 from typing import Any
 
 from harness.cluster.base import ClockControl, SetsClocksTogether
-from harness.errors import BadArgument
-from harness.options import Option, values
-from harness.history import Op
-from harness.faults import FaultKind
+from harness.core.errors import BadArgument
+from harness.core.options import Option, values
+from harness.core.history import Op
+from harness.core.faults import FaultKind
 from nemesis.base import Fault, NemesisContext, complete
 
 TOLERANCE_S = 0.5

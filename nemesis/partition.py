@@ -17,10 +17,10 @@ from typing import Any
 
 from harness.cluster import grudge as G
 from harness.cluster.base import NetworkControl, client_host
-from harness.errors import BadArgument
-from harness.faults import FaultKind
-from harness.options import Option, values
-from harness.history import Op, begins_hold, ends_hold
+from harness.core.errors import BadArgument
+from harness.core.faults import FaultKind
+from harness.core.options import Option, values
+from harness.core.history import Op, begins_hold, ends_hold
 from nemesis.base import Fault, NemesisContext, complete
 
 

@@ -17,10 +17,10 @@ from typing import Any
 
 from harness.cluster.base import HasLeader, ProcessControl
 from harness.cluster.kinds import server_kind
-from harness.errors import BadArgument
-from harness.faults import FaultKind
-from harness.options import Option, values
-from harness.history import NEMESIS, Holders, Op
+from harness.core.errors import BadArgument
+from harness.core.faults import FaultKind
+from harness.core.options import Option, values
+from harness.core.history import NEMESIS, Holders, Op
 from nemesis.base import Fault, NemesisContext, Planned, complete
 
 

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from harness.history import NEMESIS, Op, pair_ops
+from harness.core.history import NEMESIS, Op, pair_ops
 from results import svg
 from results.svg import DEADLINE, HELD, LEFT, PLOT_W, RED, WIDTH, Linear, esc
 
@@ -46,9 +46,9 @@ class Frame:
 
 
 def frame(history: Sequence[Op], facts: dict | None = None) -> Frame:
-    """The time base and faults of a history; `facts` (the run's, harness/facts.py) name the
+    """The time base and faults of a history; `facts` (the run's, harness/core/facts.py) name the
     fault kinds its nemeses declared."""
-    from harness.faults import fault_intervals, table
+    from harness.core.faults import fault_intervals, table
 
     ops = sorted(history, key=lambda o: (o.time_ns, o.index))
     t0 = ops[0].time_ns if ops else 0

@@ -7,9 +7,9 @@ from typing import Sequence
 
 import pandas as pd
 
-from harness.history import Op, pair_ops
-from harness.safefile import atomic_open
-from harness.faults import fault_intervals, table
+from harness.core.history import Op, pair_ops
+from harness.core.safefile import atomic_open
+from harness.core.faults import fault_intervals, table
 
 COLUMNS = ["index", "process", "f", "type", "key", "value", "token", "node", "error",
            "invoke_s", "complete_s", "latency_ms", "nemesis_active", "cause"]
@@ -52,7 +52,7 @@ def ops_frame(history: Sequence[Op], causes: Sequence[Sequence] = (), facts: dic
 
 
 def write_ops_csv(history: Sequence[Op], path: Path, causes: Sequence[Sequence] = (), facts: dict | None = None) -> None:
-    """Replace `path` with the ops' rows (atomically, never through a link: harness/safefile.py);
+    """Replace `path` with the ops' rows (atomically, never through a link: harness/core/safefile.py);
     `facts` (the run's) name the fault kinds its nemeses declared."""
     frame = ops_frame(history, causes, facts)
     with atomic_open(path, "w", newline="") as f:

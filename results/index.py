@@ -17,8 +17,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from harness.checker.base import verdict_word
-from harness.errors import BadArgument
-from harness.safefile import open_inside, write_atomic
+from harness.core.errors import BadArgument
+from harness.core.safefile import open_inside, write_atomic
 from results.svg import esc
 
 _STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})(?:-\d+)?$")
@@ -137,7 +137,7 @@ def render_index(store_dir: Path) -> str:
 
 def write_index(store_dir: Path) -> Path:
     """Replace store_dir/index.html with the list of every run (never writing through a
-    link: harness/safefile.py); return its path."""
+    link: harness/core/safefile.py); return its path."""
     return write_atomic(Path(store_dir) / "index.html", render_index(store_dir))
 
 

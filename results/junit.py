@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from harness.checker.base import parse_valid
-from harness.safefile import atomic_open
+from harness.core.safefile import atomic_open
 
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 

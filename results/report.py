@@ -19,7 +19,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from harness.history import Op
+from harness.core.history import Op
 from results import charts
 from harness.checker.base import verdict_word
 from results.svg import esc, show
@@ -274,9 +274,9 @@ def _offset(v: Any) -> str:
 def logs_section(run_dir: Path) -> str:
     """Links to the run's files and the tail of each node log. A file that resolves outside
     the run dir, or is not a regular file (a FIFO would block the tail), is neither linked
-    nor read: a note says it is not shown (harness/safefile.py)."""
-    from harness.errors import BadArgument
-    from harness.safefile import is_inside, open_inside
+    nor read: a note says it is not shown (harness/core/safefile.py)."""
+    from harness.core.errors import BadArgument
+    from harness.core.safefile import is_inside, open_inside
 
     files = [("history.jsonl", "every op"), ("ops.csv", "one row per op"), ("results.json", "verdicts"),
              ("spec.json", "the test")]
@@ -377,8 +377,8 @@ times are seconds since the first op, on the host's monotonic clock (no nemesis 
 
 def write_report(run_dir: Path, spec: Any, history: Sequence[Op], doc: dict) -> Path:
     """Write run_dir/report.html and refresh the store's index.html; return the report's path.
-    Both replace their file, never writing through a link (harness/safefile.py)."""
-    from harness.safefile import write_atomic
+    Both replace their file, never writing through a link (harness/core/safefile.py)."""
+    from harness.core.safefile import write_atomic
 
     run_dir = Path(run_dir)
     path = write_atomic(run_dir / "report.html", render(run_dir, spec, history, doc))

@@ -33,7 +33,7 @@ def new_run_dir(store: str | os.PathLike, name: str) -> Path:
     """A fresh run dir with its nodes/ subdir. `latest` is not moved here: the runner links
     it once the run has really started (a run that failed to start must not become latest).
     store/<name> must resolve inside the store: a link out of it is a BadArgument."""
-    from harness.safefile import inside
+    from harness.core.safefile import inside
 
     inside(store, Path(store) / name)
     d = stamped_dir(Path(store) / name)
@@ -54,15 +54,15 @@ def link_latest(root: Path, run_dir: Path) -> None:
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Replace `path` with `data` as JSON, never writing through a link (harness/safefile.py)."""
-    from harness.safefile import write_atomic
+    """Replace `path` with `data` as JSON, never writing through a link (harness/core/safefile.py)."""
+    from harness.core.safefile import write_atomic
 
     write_atomic(path, json.dumps(data, indent=2, default=str))
 
 
 def write_spec(run_dir: Path, spec: Any) -> None:
     """Write the run's TestSpec as run_dir/spec.json (read back by read_spec), never through a link."""
-    from harness.safefile import write_atomic
+    from harness.core.safefile import write_atomic
 
     write_atomic(Path(run_dir) / "spec.json", spec.to_json())
 
@@ -70,8 +70,8 @@ def write_spec(run_dir: Path, spec: Any) -> None:
 def read_results(run_dir: str | os.PathLike) -> dict:
     """The results.json of a run dir, or one sentence (BadArgument) on why it cannot be read
     (a results.json that resolves outside the run dir is never read)."""
-    from harness.errors import BadArgument
-    from harness.safefile import read_inside
+    from harness.core.errors import BadArgument
+    from harness.core.safefile import read_inside
 
     f = Path(run_dir) / "results.json"
     try:
@@ -99,8 +99,8 @@ def load_run(path: str | os.PathLike, *, need_dir: bool = False) -> tuple[Any, l
     naming the file and what to do; a missing spec.json means the default TestSpec. A
     history.jsonl or spec.json that resolves outside its directory is refused, not read; a
     history file named directly is the user's choice, but not the spec.json beside it."""
-    from harness.errors import BadArgument
-    from harness.history import read_history
+    from harness.core.errors import BadArgument
+    from harness.core.history import read_history
 
     p = Path(path)
     if not p.exists():
@@ -118,9 +118,9 @@ def read_spec(f: Path, *, root: str | os.PathLike | None = None) -> Any:
     """The TestSpec stored in spec.json `f`, the default one if there is none, or one
     sentence (BadArgument) naming the file and what is wrong with it; with `root`, also
     when `f` resolves outside that directory."""
-    from harness.errors import BadArgument
-    from harness.safefile import inside, read_inside
-    from harness.spec import TestSpec
+    from harness.core.errors import BadArgument
+    from harness.core.safefile import inside, read_inside
+    from harness.core.spec import TestSpec
 
     if not f.exists() and not f.is_symlink():
         return TestSpec()
@@ -168,7 +168,7 @@ def _no_constant(name: str) -> Any:
 def _spec_types() -> dict[str, Any]:
     import typing
 
-    from harness.spec import TestSpec
+    from harness.core.spec import TestSpec
 
     return typing.get_type_hints(TestSpec)
 

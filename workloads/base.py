@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from harness.cluster.base import Node
-from harness.errors import LockLost, NotAcquired
-from harness.options import Option
+from harness.core.errors import LockLost, NotAcquired
+from harness.core.options import Option
 
 __all__ = ["Clock", "Lease", "LockClient", "LockLost", "NotAcquired", "ReadsWallClock", "StillHeld",
            "unique_value"]
@@ -66,7 +66,7 @@ class Clock:
 @runtime_checkable
 class LockClient(Protocol):
     """One worker's lock client. The class is constructed as `cls(options, clock)`:
-    `options` the run's typed options (harness/options.py; declare what you read in
+    `options` the run's typed options (harness/core/options.py; declare what you read in
     `OPTIONS`), `clock` the wall clock a nemesis may skew (Clock), or None. It must not
     contact a server before `open`. `servers = (kind, count)` names the cluster it needs:
     kind one of harness.cluster.kinds.KINDS."""

@@ -59,8 +59,8 @@ from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from harness.cluster.base import Node
-from harness.errors import LockLost, NotAcquired
-from harness.options import Option, values
+from harness.core.errors import LockLost, NotAcquired
+from harness.core.options import Option, values
 from workloads.base import DRIFT_FACTOR, Clock, Lease, unique_value
 from workloads.renewal import Renewals
 

@@ -52,10 +52,10 @@ from typing import Any, Mapping, Sequence
 from harness.cluster.base import Node
 from harness.cluster.containment import PROCS_ENV, RunCgroup
 from harness.cluster.kinds import KINDS
-from harness.errors import BadArgument, LockLost, NotAcquired
-from harness.interrupts import die_with_parent
-from harness.options import Option, values
-from harness.outputcap import CappedLog, pump
+from harness.core.errors import BadArgument, LockLost, NotAcquired
+from harness.core.interrupts import die_with_parent
+from harness.core.options import Option, values
+from harness.core.outputcap import CappedLog, pump
 from workloads.base import Clock, Lease
 
 MARGIN_S = 2.0  # on top of an op's own timeout before the client counts as hung
@@ -157,7 +157,7 @@ class ExternalClient:
     def _start(self) -> None:
         # Same process group as the worker (pause-holder stops both); dies with it; in the
         # run's cgroup (the worker is; client-check names it in PROCS_ENV), so whatever it
-        # forks is found. Its stderr is kept up to a cap (harness/outputcap.py).
+        # forks is found. Its stderr is kept up to a cap (harness/core/outputcap.py).
         procs = os.environ.get(PROCS_ENV)
 
         def prepare() -> None:

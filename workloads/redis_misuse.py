@@ -38,8 +38,8 @@ from typing import Any, Mapping, Sequence
 import redis
 
 from harness.cluster.base import Node
-from harness.errors import LockLost, NotAcquired
-from harness.options import Option, values
+from harness.core.errors import LockLost, NotAcquired
+from harness.core.options import Option, values
 from workloads.base import Clock, Lease, node_timeout, retry_delay, unique_value
 from workloads.redis_common import RELEASE, connect
 from workloads.redis_single import never_sent

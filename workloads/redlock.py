@@ -19,8 +19,8 @@ from typing import Any, Mapping, Sequence
 import redis
 
 from harness.cluster.base import Node
-from harness.errors import NotAcquired
-from harness.options import Option, values
+from harness.core.errors import NotAcquired
+from harness.core.options import Option, values
 from workloads.base import DRIFT_FACTOR, Clock, Lease, node_timeout, retry_delay, unique_value
 from workloads.redis_common import RELEASE, RENEW, connect
 
@@ -100,7 +100,7 @@ class RedlockClient:
         return self._release_all(lease.key, lease.value) >= self.quorum
 
     def renew(self, lease: Lease) -> Lease:
-        from harness.errors import LockLost
+        from harness.core.errors import LockLost
 
         ttl_ms = int(lease.meta.get("ttl_ms", 0)) or 2000
         start = time.monotonic_ns()

@@ -62,9 +62,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from harness.cluster.base import Node
-from harness.errors import NotAcquired
+from harness.core.errors import NotAcquired
 from harness.cluster.zookeeper import TICK_MS
-from harness.options import Option, values
+from harness.core.options import Option, values
 from workloads.base import Clock, Lease, unique_value
 
 ROOT = "/chaoslock"
@@ -275,7 +275,7 @@ class ZooKeeperClient:
 
     def renew(self, lease: Lease) -> Lease:
         """Sessions are kept alive by kazoo's heartbeats; renewing means checking the node."""
-        from harness.errors import LockLost
+        from harness.core.errors import LockLost
 
         if not self.still_held(lease) or self.s.call(self.s.zk.exists_async(lease.meta["path"])) is None:
             raise LockLost(f"{lease.meta['path']} is gone or the session was suspended")
@@ -343,7 +343,7 @@ class KazooRecipeClient:
         return bool(lock.release())
 
     def renew(self, lease: Lease) -> Lease:
-        from harness.errors import LockLost
+        from harness.core.errors import LockLost
 
         if not self.still_held(lease):
             raise LockLost("the session was suspended or lost")

@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the chaoslock checkout
 
-from harness import plugins  # noqa: E402
+from harness.core import plugins  # noqa: E402
 from harness.cluster.base import Node  # noqa: E402
-from harness.errors import LockLost, NotAcquired  # noqa: E402
+from harness.core.errors import LockLost, NotAcquired  # noqa: E402
 from workloads.base import StillHeld  # noqa: E402
 
 

@@ -11,7 +11,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
-from harness.history import Op
+from harness.core.history import Op
 
 Valid = bool | str  # True, False or "unknown"
 UNKNOWN = "unknown"

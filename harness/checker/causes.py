@@ -3,9 +3,9 @@
 Derived only from the history and the facts the run recorded, never from the test's name
 or from cluster, nemesis or client code: the validity each holder believed it had
 (`valid_until_ns` on its acquire and renew oks), the nemesis ops that were recorded, the
-lock service (harness/facts.py: kind, count, whether a clock move reaches expiry, whether
+lock service (harness/core/facts.py: kind, count, whether a clock move reaches expiry, whether
 data survives a restart) and each fault kind's heal and the causes it can explain, as its
-nemesis declared them (harness/faults.py). A new nemesis explains through its own
+nemesis declared them (harness/core/faults.py). A new nemesis explains through its own
 declaration; a fault on servers nobody recorded is `unknown`, never a pass.
 For two holders at once, A (the earlier) and B (the later):
 
@@ -42,9 +42,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from harness import faults
-from harness.facts import SESSIONS, service_of
-from harness.history import NEMESIS, Op
+from harness.core import faults
+from harness.core.facts import SESSIONS, service_of
+from harness.core.history import NEMESIS, Op
 
 CAUSES = {
     "overran-paused": "holder overran its lease (paused)",
@@ -83,7 +83,7 @@ class FaultSpan:
     start_ns: int
     end_ns: int
     targets: frozenset  # node names, client names (c1..) or worker indexes (pause-holder)
-    explains: tuple[str, ...] = ()  # the cause slugs its kind declared (harness/faults.py)
+    explains: tuple[str, ...] = ()  # the cause slugs its kind declared (harness/core/faults.py)
 
     def meets(self, lo: int, hi: int) -> bool:
         return self.start_ns <= hi and lo <= self.end_ns
@@ -91,10 +91,10 @@ class FaultSpan:
 
 def faults_of(history: Sequence[Op], kinds: dict | None = None) -> list[FaultSpan]:
     """Every fault the nemesis recorded (not the failed ones), each from its invoke to the
-    completion of the first op that heals its kind (harness/faults.py: what the run's nemeses
+    completion of the first op that heals its kind (harness/core/faults.py: what the run's nemeses
     declared), with its targets. Unlike the report's bands, two faults of one kind that
     overlap stay two faults."""
-    from harness.history import pair_ops
+    from harness.core.history import pair_ops
 
     kinds = faults.table() if kinds is None else kinds
     healed_by = {k.f: k.heal for k in kinds.values()}

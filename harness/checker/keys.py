@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from harness.checker.base import CheckResult, merge_valid
-from harness.history import NEMESIS, Op
+from harness.core.history import NEMESIS, Op
 
 COUNTER = ":counter"
 MAX_LISTED = 200  # entries of a joined listing (the checkers' own limit)

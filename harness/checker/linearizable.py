@@ -58,8 +58,8 @@ from typing import Any, Sequence
 
 from harness.checker.base import UNKNOWN, CheckResult, Valid, merge_valid
 from harness.checker.models import ANY, KEEP, MODELS, Model, compiler, doomed, needs
-from harness.errors import BadArgument
-from harness.history import Op, pair_ops
+from harness.core.errors import BadArgument
+from harness.core.history import Op, pair_ops
 
 __all__ = ["MODELS", "LinearizableChecker", "check_linearizable"]
 

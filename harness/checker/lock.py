@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 from harness.checker.base import CheckResult
 from harness.checker.causes import Attribution, by_cause
-from harness.history import NEMESIS, Op, begins_hold, ends_hold, pair_ops
+from harness.core.history import NEMESIS, Op, begins_hold, ends_hold, pair_ops
 
 MAX_LISTED = 200
 MAX_CAUSES = 20_000  # (first, second, cause) of each violation, compact, for ops.csv

@@ -34,7 +34,7 @@ import bisect
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Protocol, runtime_checkable
 
-from harness.history import NEMESIS, Op
+from harness.core.history import NEMESIS, Op
 
 State = Hashable
 

@@ -16,7 +16,7 @@ from harness.checker.keys import per_key
 from harness.checker.linearizable import LinearizableChecker
 from harness.checker.properties import check_reentrancy
 from harness.checker.lock import check_mutex, check_stats, check_writes, lease_history
-from harness.history import Op
+from harness.core.history import Op
 
 
 def checkers(spec: Any) -> list[tuple[str, Any]]:
@@ -68,7 +68,7 @@ def summarize(spec: Any, results: dict[str, CheckResult], run_dir: Path | None,
     for r in results.values():
         for k, v in r.summary.items():
             s.setdefault(k, v)
-    outcome = outcome or {}  # how the run ended (harness.analysis.read_outcome), {} if unknown
+    outcome = outcome or {}  # how the run ended (harness.engine.analysis.read_outcome), {} if unknown
     reason = unknown_reason(s, outcome)
     if reason and valid is not False:
         s["valid"] = UNKNOWN

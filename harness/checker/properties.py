@@ -25,7 +25,7 @@ from collections import Counter
 from typing import Any, Sequence
 
 from harness.checker.base import CheckResult
-from harness.history import NEMESIS, Op, pair_ops
+from harness.core.history import NEMESIS, Op, pair_ops
 
 MARGIN_MS = 5.0
 REFUSED_SHARE = 0.2  # a failed reacquire that waited less than this share of its timeout refused

@@ -15,7 +15,7 @@ from harness.cluster.kinds import faketime_moves, node_names, server_kind, serve
 from harness.cluster.provider import Group
 from harness.cluster.local import local_cluster
 from harness.cluster.valkey import ValkeyKind
-from harness.spec import TestSpec
+from harness.core.spec import TestSpec
 
 
 def make_cluster(spec: TestSpec, run_id: str, log_dir: Path, nemeses: list) -> Cluster:

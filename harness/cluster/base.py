@@ -22,7 +22,7 @@ RUN_ID = re.compile(r"[0-9a-f]{6}")
 
 def check_run_id(run_id: object) -> str:
     """The run id itself, or a BadArgument if it is anything but six lowercase hex digits."""
-    from harness.errors import BadArgument
+    from harness.core.errors import BadArgument
 
     if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
         shown = repr(run_id) if len(repr(run_id)) <= 40 else repr(run_id)[:37] + "..."
@@ -58,7 +58,7 @@ class Node:
 
 def node_named(nodes: Mapping[str, Node], name: str) -> Node:
     """One node by name, or a BadArgument listing the names there are."""
-    from harness.errors import BadArgument
+    from harness.core.errors import BadArgument
 
     try:
         return nodes[name]

@@ -34,15 +34,15 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.outputcap import copy_capped
+from harness.core.outputcap import copy_capped
 from harness.cluster.base import Node, check_run_id
 from harness.cluster.compose_file import (
     BRIDGE, CLIENT_OFFSET, FAKETIME_LIB, GROUPS, NET, PEER_PORTS, PORTS, PROJECT, RUN_LABEL, TOPOLOGY,
     Server, document, group, image, render)
 from harness.cluster.provider import Group, ServerCluster, clock_method, set_node_clock
 from harness.cluster.local import NetnsLinks
-from harness.errors import BadArgument, ClusterError, MissingDependency
-from harness.interrupts import quiet_group, shielded
+from harness.core.errors import BadArgument, ClusterError, MissingDependency
+from harness.core.interrupts import quiet_group, shielded
 
 SETUP = "run `make compose` (scripts/compose/engine.sh and images.sh) to install and start it"
 

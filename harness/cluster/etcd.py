@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Sequence
 
 from harness.cluster.base import Node
-from harness.errors import MissingDependency
+from harness.core.errors import MissingDependency
 
 # Failure detection tuned for chaos tests on a 2-core host: a leader is suspected after
 # 1 s without heartbeats (the default is 100 ms / 1000 ms as well, but we pin it so a

@@ -18,7 +18,7 @@ import random
 import re
 from typing import Iterable, Mapping, Sequence
 
-from harness.errors import BadArgument
+from harness.core.errors import BadArgument
 
 Grudge = dict[str, frozenset[str]]
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from harness.cluster.base import ServerKind
-from harness import plugins
-from harness.errors import BadArgument
-from harness.facts import clock_expiry
-from harness.options import cluster_option
+from harness.core import plugins
+from harness.core.errors import BadArgument
+from harness.core.facts import clock_expiry
+from harness.core.options import cluster_option
 
 KINDS = ("valkey", "etcd", "zookeeper")
 PREFIX = {"valkey": "n", "etcd": "e", "zookeeper": "z"}
@@ -41,12 +41,12 @@ def faketime_moves(kind: str, options: Mapping[str, Any] | None = None) -> bool:
     """Whether a kind's clock is moved through libfaketime (so its servers must start under
     it): valkey always; ZooKeeper only with zk_clock=faketime (else the vDSO patch moves
     the JVM's wall clock); etcd never (Go reads time through the vDSO). The same fact a
-    checker reads as whether a clock move reaches expiry (harness/facts.py)."""
+    checker reads as whether a clock move reaches expiry (harness/core/facts.py)."""
     return clock_expiry(kind, options)
 
 
 def servers_of(backend: str, options: Mapping[str, Any]) -> tuple[str, int]:
-    """(kind, count) of a backend's lock service (harness/plugins.py)."""
+    """(kind, count) of a backend's lock service (harness/core/plugins.py)."""
     return plugins.servers_of(backend, options)
 
 

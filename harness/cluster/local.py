@@ -23,9 +23,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from harness.cluster.base import Node, ProcState, check_run_id
 from harness.cluster.provider import (FAKETIME_LIB, RUN_ENV, Group, ServerCluster, clock_method, set_node_clock)
-from harness.errors import BadArgument, ClusterError, MissingDependency, PortInUse
-from harness.interrupts import quiet_group, shielded
-from harness.outputcap import cap_file
+from harness.core.errors import BadArgument, ClusterError, MissingDependency, PortInUse
+from harness.core.interrupts import quiet_group, shielded
+from harness.core.outputcap import cap_file
 
 
 def faketime_files(pid: int) -> list[Path]:
@@ -209,7 +209,7 @@ class LocalCluster(ServerCluster):
 
     def down(self) -> None:
         """Stop everything this run started and remove its state dir. Idempotent, never raises.
-        Ctrl-C cannot cut it short (harness/interrupts.py)."""
+        Ctrl-C cannot cut it short (harness/core/interrupts.py)."""
         with shielded("stopping the servers and removing the run's namespaces"):
             self._down()
 

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from typing import IO, Iterable, Mapping
 
 from harness.cluster.base import RUN_ID, check_run_id
-from harness.errors import BadArgument, ChaosError, ClusterError, NemesisError
-from harness.interrupts import quiet_group, shielded
+from harness.core.errors import BadArgument, ChaosError, ClusterError, NemesisError
+from harness.core.interrupts import quiet_group, shielded
 
 NS_PREFIX = "cl-"
 BRIDGE_PREFIX = "clb"

@@ -18,8 +18,8 @@ from typing import Sequence
 
 from harness.cluster.base import ClientPlace, CountsRequests, Node, ServerKind, check_run_id, client_hosts, node_named
 from harness.cluster.containment import RunCgroup, existing as existing_cgroups
-from harness.errors import BadArgument, ClusterError
-from harness.interrupts import deferred
+from harness.core.errors import BadArgument, ClusterError
+from harness.core.interrupts import deferred
 
 RUN_ENV = "CHAOSLOCK_RUN"
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"

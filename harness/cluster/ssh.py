@@ -42,8 +42,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from harness.cluster.base import ClientPlace, Node, check_run_id
 from harness.cluster.provider import FAKETIME_LIB, RUN_ENV, Group, ServerCluster
-from harness.errors import BadArgument, ClusterError, MissingDependency
-from harness.interrupts import quiet_group, shielded
+from harness.core.errors import BadArgument, ClusterError, MissingDependency
+from harness.core.interrupts import quiet_group, shielded
 
 HELPER = Path(__file__).with_name("ssh_helper.py")
 TIMEWARP = Path(__file__).with_name("timewarp.py")
@@ -263,7 +263,7 @@ def timewarp_source() -> bytes:
     """timewarp.py as a host runs it: without chaoslock's package around it."""
     text = TIMEWARP.read_text()
     shim = "class NemesisError(Exception):\n    pass\n"
-    return text.replace("from harness.errors import NemesisError\n", shim, 1).encode()
+    return text.replace("from harness.core.errors import NemesisError\n", shim, 1).encode()
 
 
 def on_each(fn: Callable[[Host], Any], hosts: Sequence[Host], *, quiet: bool = False) -> list[Any]:

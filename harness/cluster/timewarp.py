@@ -48,7 +48,7 @@ import sys
 import threading
 import time
 
-from harness.errors import NemesisError
+from harness.core.errors import NemesisError
 
 __all__ = ["supported", "set_offset", "get_offset"]
 

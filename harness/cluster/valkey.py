@@ -17,7 +17,7 @@ from typing import Sequence
 import redis
 
 from harness.cluster.base import Node
-from harness.errors import MissingDependency
+from harness.core.errors import MissingDependency
 
 
 def valkey_binary() -> str:

@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Callable, Sequence
 
 from harness.cluster.base import Node
-from harness.errors import MissingDependency
+from harness.core.errors import MissingDependency
 
 JAR = "/usr/share/java/zookeeper.jar"
 # zookeeper.jar's manifest Class-Path names its runtime deps (jute, netty, jetty, metrics,

@@ -15,7 +15,7 @@ from harness.cluster import etcd
 from harness.cluster.provider import Group
 from harness.cluster.local import LocalCluster, local_cluster
 from harness.cluster.reaper import processes
-from harness.errors import MissingDependency
+from harness.core.errors import MissingDependency
 from tests.conftest import installed
 
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import plugins
-from harness.errors import NotAcquired
+from harness.core import plugins
+from harness.core.errors import NotAcquired
 from harness.cluster.assemble import make_cluster
-from harness.spec import TestSpec
+from harness.core.spec import TestSpec
 from tests.conftest import chaos, eventually
 
 pytestmark = pytest.mark.integration

@@ -75,7 +75,7 @@ def test_down_all_after_a_sigkilled_cluster_up():
 
 
 def test_not_root_is_refused_with_one_sentence(monkeypatch, capsys, tmp_path):
-    from harness import cli
+    from harness.commands import cli
     from harness.cluster import netns
 
     monkeypatch.setattr(netns, "_available", False)

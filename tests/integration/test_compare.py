@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from harness.checker.properties import check_fairness
-from harness.history import read_history
-from harness.runner import run
-from harness.spec import TestSpec
+from harness.core.history import read_history
+from harness.engine.runner import run
+from harness.core.spec import TestSpec
 from tests.conftest import installed
 from tests.unit.test_compare import pages  # noqa: F401  (the fixture)
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import plugins
-from harness.errors import BadArgument
-from harness.matrix.expectations import Expectations
-from harness.matrix.judge import judge_cell
+from harness.core import plugins
+from harness.core.errors import BadArgument
+from harness.commands.matrix.expectations import Expectations
+from harness.commands.matrix.judge import judge_cell
 from tests.conftest import ROOT, chaos, installed
 
 BACKENDS = ["redis"] if "redis" in plugins.backend_names() else ["redlock"]
@@ -110,7 +110,7 @@ def test_judging_a_cell(valids, expected, observed, matched):
 
 
 def test_an_unexplained_violation_fails_even_a_cell_expected_unsafe(tmp_path):
-    from harness.matrix.judge import rejudge
+    from harness.commands.matrix.judge import rejudge
 
     p = tmp_path / "e.toml"
     p.write_text('[default]\nunexplained = 0\n[redis]\npause-holder.nofence = "unsafe"\n[etcd]\nunexplained = 2\n')

@@ -146,7 +146,7 @@ def test_partition_recovers_when_someone_flushed_our_rules(net):
 
 
 def test_partition_rejects_unknown_host_before_changing_anything(net):
-    from harness.errors import NemesisError
+    from harness.core.errors import NemesisError
 
     net.add_host("a")
     with pytest.raises(NemesisError, match="unknown host 'zz'"):

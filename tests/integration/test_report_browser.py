@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis import analyse
-from harness.history import HistoryWriter
-from harness.spec import TestSpec
+from harness.engine.analysis import analyse
+from harness.core.history import HistoryWriter
+from harness.core.spec import TestSpec
 from results import store
 from tests.conftest import installed
 from tests.unit.test_report import EVIL_ERROR, realistic_history

@@ -139,7 +139,7 @@ def test_c_program_repeated_updates(clocks):
 
 
 def test_unknown_pid_is_a_clear_error():
-    from harness.errors import NemesisError
+    from harness.core.errors import NemesisError
 
     proc = subprocess.Popen(["true"])
     proc.wait()

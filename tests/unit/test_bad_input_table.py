@@ -225,9 +225,9 @@ def hostile_id_guard(argv: list[str], monkeypatch) -> str | None:
     The row is first tried in-process with every reaper step that finds or removes
     something (processes, state dirs, namespaces, the one-running-cluster default of
     `down` without an id) replaced by a trap."""
-    from harness import cli
+    from harness.commands import cli
     from harness.cluster import netns, reaper
-    from harness.errors import BadArgument
+    from harness.core.errors import BadArgument
 
     def trap(*a, **k):
         raise Trap

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from harness.checker.causes import cause_text
 from harness.checker.lock import check_mutex, check_writes
-from harness.history import NEMESIS, Op, read_history
+from harness.core.history import NEMESIS, Op, read_history
 
 S = 1_000_000_000  # ns per second
 
@@ -283,8 +283,8 @@ def test_the_validity_survives_a_stored_history_and_a_wrong_one_is_refused(tmp_p
 
     import pytest
 
-    from harness.errors import BadHistory
-    from harness.history import read_history
+    from harness.core.errors import BadHistory
+    from harness.core.history import read_history
 
     line = {"index": 0, "time_ns": 5, "process": 0, "type": "invoke", "f": "acquire"}
     ok = dict(line, index=1, type="ok", valid_until_ns=99)

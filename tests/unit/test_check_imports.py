@@ -21,8 +21,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "causes"
 REFUSED = ("redis", "kazoo", "pyetcd", "etcd3", "grpc", "pottery", "redis_lock", "valkey",
-           "workloads", "nemesis", "harness.cluster", "harness.cluster_cli", "harness.client_check",
-           "harness.runner", "harness.worker", "harness.reproduce")
+           "workloads", "nemesis", "harness.cluster", "harness.commands.cluster_cli", "harness.commands.client_check",
+           "harness.engine.runner", "harness.engine.worker", "harness.commands.reproduce")
 
 CHILD = r"""
 import json, sys
@@ -40,7 +40,7 @@ class Refuse:
         return None
 
 sys.meta_path.insert(0, Refuse())
-from harness.cli import cli
+from harness.commands.cli import cli
 code = None
 try:
     code = cli.main(sys.argv[2:], prog_name="chaos", standalone_mode=False)
@@ -94,6 +94,6 @@ def test_checking_a_history_file_loads_none_either(tmp_path):
 
 def test_the_refusal_is_real(tmp_path):
     """The finder does refuse: a command that needs a nemesis fails in the child."""
-    p = subprocess.run([sys.executable, "-c", CHILD.replace("from harness.cli import cli", "import nemesis.base"),
+    p = subprocess.run([sys.executable, "-c", CHILD.replace("from harness.commands.cli import cli", "import nemesis.base"),
                         json.dumps(REFUSED)], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert p.returncode != 0 and "refused by the test: nemesis" in p.stderr

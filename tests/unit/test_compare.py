@@ -8,11 +8,11 @@ import re
 
 import pytest
 
-from harness.compare import summarize
-from harness.compare.battery import Measured, best_and_knee, cut_grants, cycles_per_s, latencies, median, spread
-from harness.compare.claims import CONFIRMED, INCONCLUSIVE, NOT_CLAIMED, REFUTED, ROWS, verdict
-from harness.compare.page import table, write_csv, write_html, write_md
-from harness.history import NEMESIS, Op
+from harness.commands.compare import summarize
+from harness.commands.compare.battery import Measured, best_and_knee, cut_grants, cycles_per_s, latencies, median, spread
+from harness.commands.compare.claims import CONFIRMED, INCONCLUSIVE, NOT_CLAIMED, REFUTED, ROWS, verdict
+from harness.commands.compare.page import table, write_csv, write_html, write_md
+from harness.core.history import NEMESIS, Op
 
 MS = 1_000_000
 

@@ -22,8 +22,8 @@ from harness.cluster.kinds import server_kind  # noqa: E402
 from harness.cluster.provider import Group  # noqa: E402
 from harness.cluster.valkey import ValkeyKind  # noqa: E402
 from harness.cluster.zookeeper import ZooKeeperKind  # noqa: E402
-from harness.errors import BadArgument  # noqa: E402
-from harness.spec import TestSpec  # noqa: E402
+from harness.core.errors import BadArgument  # noqa: E402
+from harness.core.spec import TestSpec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "compose"

@@ -1,5 +1,5 @@
-"""The facts a run records for its checkers (harness/facts.py) and the fault kinds its nemeses
-declare (harness/faults.py): the records for older runs equal the code's declarations, a new
+"""The facts a run records for its checkers (harness/core/facts.py) and the fault kinds its nemeses
+declare (harness/core/faults.py): the records for older runs equal the code's declarations, a new
 nemesis explains its violations through its own declaration (no edit in causes.py), and a
 history whose servers are not known gets "unknown", never a pass."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from harness import faults, plugins
-from harness.facts import BUILTIN_SERVICE, service_facts, service_of
-from harness.faults import FaultKind
+from harness.core import faults, plugins
+from harness.core.facts import BUILTIN_SERVICE, service_facts, service_of
+from harness.core.faults import FaultKind
 from tests.unit.test_causes import H
 
 
@@ -33,8 +33,8 @@ def test_the_builtin_service_record_is_what_the_builtin_backends_declare():
 
 
 def test_the_runner_records_the_service_and_the_fault_kinds():
-    from harness.runner import run_facts
-    from harness.spec import TestSpec
+    from harness.engine.runner import run_facts
+    from harness.core.spec import TestSpec
 
     spec = TestSpec(backend="zookeeper", nemesis=("partition", "kill")).validate()
     facts = run_facts(spec, [plugins.nemesis_class(n)() for n in spec.nemesis])

@@ -2,8 +2,8 @@
 
 import random
 
-from harness.generator import Context, FaultSchedule, Pending, plan
-from harness.history import NEMESIS, Op
+from harness.engine.generator import Context, FaultSchedule, Pending, plan
+from harness.core.history import NEMESIS, Op
 from nemesis.base import Combined, Fault, Noop, Planned, complete
 
 

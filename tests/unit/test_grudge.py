@@ -5,7 +5,7 @@ import random
 import pytest
 
 from harness.cluster import grudge as g
-from harness.errors import BadArgument
+from harness.core.errors import BadArgument
 
 NODES5 = ["n1", "n2", "n3", "n4", "n5"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.history import NEMESIS, HistoryWriter, Op, pair_ops, read_history
+from harness.core.history import NEMESIS, HistoryWriter, Op, pair_ops, read_history
 
 
 def ops_of_every_shape() -> list[Op]:

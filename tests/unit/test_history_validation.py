@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import BadArgument, BadHistory
-from harness.history import NEMESIS, HistoryWriter, Op, read_history
-from harness.worker import Recorder
+from harness.core.errors import BadArgument, BadHistory
+from harness.core.history import NEMESIS, HistoryWriter, Op, read_history
+from harness.engine.worker import Recorder
 from results.store import load_run, read_results, read_spec
 from tests.bad_inputs import FIXTURES, GOOD
 
@@ -104,7 +104,7 @@ def harness_like_history(path: Path, seed: int, monkeypatch) -> list[Op]:
     """Ops as the runner records them: workers stamp their ops (the real Recorder) and the
     runner writes them when it drains the queue, after nemesis ops it stamped later; a
     worker's process id moves on after an info; a run can stop with ops in flight."""
-    import harness.worker as worker_mod
+    import harness.engine.worker as worker_mod
 
     rng = random.Random(seed)
     clock = [0]

@@ -9,7 +9,7 @@ executes p, p.q and, when r is a submodule, p.q.r; relative imports resolve agai
 package. Two kinds of import are not edges: A's own packages (they are initialised before
 A runs, so importing them again only looks them up), and imports under
 `if TYPE_CHECKING:` (they never run). Names looked up at run time from strings (the
-plugin registry in harness/plugins.py) are not imports either.
+plugin registry in harness/core/plugins.py) are not imports either.
 """
 
 from __future__ import annotations
@@ -220,5 +220,5 @@ def test_a_cycle_hidden_in_a_function_is_found_and_named_in_order(tmp_path):
 
 def test_the_real_tree_is_walked():
     graph = import_graph()
-    assert {"harness.cli", "harness.spec", "nemesis.base", "results.report", "workloads.base"} <= set(graph)
-    assert "harness.spec" in graph["harness.cli"] and "harness.history" in graph["nemesis.base"]
+    assert {"harness.commands.cli", "harness.core.spec", "nemesis.base", "results.report", "workloads.base"} <= set(graph)
+    assert "harness.core.spec" in graph["harness.commands.cli"] and "harness.core.history" in graph["nemesis.base"]

@@ -1,5 +1,5 @@
 """An interrupted command says so on its last line and exits 128 + the signal: 130 for Ctrl-C
-(SIGINT), 143 for SIGTERM, never 0 or 1 (harness/interrupts.py records which signal it was)."""
+(SIGINT), 143 for SIGTERM, never 0 or 1 (harness/core/interrupts.py records which signal it was)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import textwrap
 
 import pytest
 
-from harness import interrupts
-from harness.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
+from harness.core import interrupts
+from harness.core.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
 from tests.conftest import ROOT
 
 SUMMARY = {"valid": "unknown", "interrupted": True, "violations": 0, "critical_sections": 12, "run_dir": "/r",
@@ -26,7 +26,7 @@ def test_the_codes():
 @pytest.mark.parametrize("signum, last", [(signal.SIGINT, "  exit code: 130 (interrupted by Ctrl-C)"),
                                           (signal.SIGTERM, "  exit code: 143 (interrupted by SIGTERM)")])
 def test_verdict_text_of_an_interrupted_run_ends_with_its_code(signum, last):
-    from harness.cli import verdict_text
+    from harness.commands.cli import verdict_text
 
     text = verdict_text(SUMMARY, interrupted_by=signum)
     assert text.splitlines()[-1] == last and "INTERRUPTED" in text.splitlines()[0]
@@ -34,7 +34,7 @@ def test_verdict_text_of_an_interrupted_run_ends_with_its_code(signum, last):
 
 def test_verdict_text_of_a_stored_interrupted_run_is_its_check_code():
     """`chaos check` of an interrupted run was not itself interrupted: its code is the verdict's."""
-    from harness.cli import verdict_text
+    from harness.commands.cli import verdict_text
 
     assert verdict_text(SUMMARY).splitlines()[-1] == "  exit code: 2"
 
@@ -54,7 +54,7 @@ def _chaos_with(body: str) -> subprocess.CompletedProcess:
     """The real `chaos` main with one extra command, `slow`, whose body is `body`."""
     code = textwrap.dedent("""
         import os, signal, sys, time
-        from harness import cli
+        from harness.commands import cli
         @cli.cli.command()
         def slow():
         {body}
@@ -79,10 +79,10 @@ def test_an_interrupted_matrix_exits_with_the_signal_and_says_so(tmp_path, signu
     r = _chaos_with(f"""
         import threading
         from pathlib import Path
-        from harness import interrupts
-        from harness.matrix import _run_cells
-        from harness.matrix.cells import Job
-        from harness.matrix.expectations import Expectations
+        from harness.core import interrupts
+        from harness.commands.matrix import _run_cells
+        from harness.commands.matrix.cells import Job
+        from harness.commands.matrix.expectations import Expectations
 
         class Cells:
             stopped = threading.Event()
@@ -114,7 +114,7 @@ def test_an_interrupted_reproduce_prints_the_finished_runs_and_says_so(tmp_path,
     line says INTERRUPTED, and the code is the signal's, not the table's 0."""
     script = textwrap.dedent(f"""
         import os, time
-        from harness import cli, reproduce
+        from harness.commands import cli, reproduce
 
         def run_scenario(sc, seeds, *, on_row, **kw):
             on_row({{"scenario": sc.name, "variant": "nofence", "seed": 1, "expected": "unsafe", "matched": True,

@@ -1,4 +1,4 @@
-"""harness/interrupts.py with real signals: Ctrl-C never cuts a shielded step short, unless
+"""harness/core/interrupts.py with real signals: Ctrl-C never cuts a shielded step short, unless
 the step offers a safe faster path, which the second press takes."""
 
 import os
@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from harness import interrupts
+from harness.core import interrupts
 
 
 def press() -> None:

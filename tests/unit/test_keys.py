@@ -2,8 +2,8 @@
 
 from harness.checker.keys import lock_key, merge, split
 from harness.checker.policy import summarize, verdicts
-from harness.history import NEMESIS, Op
-from harness.spec import TestSpec
+from harness.core.history import NEMESIS, Op
+from harness.core.spec import TestSpec
 
 MS = 1_000_000
 

@@ -150,5 +150,5 @@ def test_the_real_layers_place_every_module():
     layers = load()
     assert layers.place("harness.cluster.local").family == "cluster"
     assert layers.place("harness.cluster.base").family == "contracts"
-    assert layers.place("results.commands").level == 4 and layers.place("results.csv").level == 2
-    assert layers.home("nemesis.base") == "nemesis" and layers.home("harness.spec") == "data"
+    assert layers.place("harness.commands.report").level == 4 and layers.place("results.csv").level == 2
+    assert layers.home("nemesis.base") == "nemesis" and layers.home("harness.core.spec") == "data"

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from harness.checker.base import UNKNOWN, safe_check
 from harness.checker.linearizable import MODELS, LinearizableChecker, check_linearizable
 from harness.checker.models import Model
-from harness.errors import BadArgument
-from harness.history import Op, read_history
+from harness.core.errors import BadArgument
+from harness.core.history import Op, read_history
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 INF = float("inf")

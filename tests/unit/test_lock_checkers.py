@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from harness.checker.lock import check_mutex, check_stats, check_writes, holding_windows
-from harness.history import Op, read_history
+from harness.core.history import Op, read_history
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "lock"
 
@@ -84,7 +84,7 @@ def test_expired_lease_release_is_not_a_mutex_violation_but_overlap_still_is():
 
 
 def test_accepted_tokens_going_down_break_the_fence_only_when_fencing_is_on():
-    from harness.spec import TestSpec
+    from harness.core.spec import TestSpec
 
     def op(t, p, ty, f, **kw):
         return Op(time_ns=t * 1_000_000, process=p, type=ty, f=f, **kw)

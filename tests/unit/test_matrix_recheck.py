@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from harness.matrix.rows import CSV_FIELDS
+from harness.commands.matrix.rows import CSV_FIELDS
 from tests.conftest import chaos
 
 

@@ -8,9 +8,9 @@ import random
 
 import pytest
 
-from harness.errors import BadArgument
-from harness.history import NEMESIS, Op
-from harness.faults import fault_intervals
+from harness.core.errors import BadArgument
+from harness.core.history import NEMESIS, Op
+from harness.core.faults import fault_intervals
 from nemesis.base import Combined, Fault, NemesisContext, Noop, Planned, complete
 
 

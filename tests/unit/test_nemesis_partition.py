@@ -11,9 +11,9 @@ import random
 import pytest
 
 from harness.cluster.base import NetworkControl, Node
-from harness.errors import BadArgument
-from harness.history import NEMESIS, Op
-from harness.spec import TestSpec
+from harness.core.errors import BadArgument
+from harness.core.history import NEMESIS, Op
+from harness.core.spec import TestSpec
 from nemesis.base import NemesisContext
 from nemesis.partition import Partition, PartitionClient
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.generator import Context
-from harness.history import NEMESIS, Op
-from harness.spec import TestSpec
+from harness.engine.generator import Context
+from harness.core.history import NEMESIS, Op
+from harness.core.spec import TestSpec
 from nemesis.base import NemesisContext
 from nemesis.process import PauseHolder
 

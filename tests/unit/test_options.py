@@ -3,10 +3,10 @@ refused by name before anything starts (issue 14, item 4)."""
 
 import pytest
 
-from harness import plugins
-from harness.errors import BadArgument
-from harness.options import CLUSTER_OPTIONS, Option, declared, every_option, read
-from harness.spec import TestSpec
+from harness.core import plugins
+from harness.core.errors import BadArgument
+from harness.core.options import CLUSTER_OPTIONS, Option, declared, every_option, read
+from harness.core.spec import TestSpec
 
 BACKENDS = sorted(plugins.BACKENDS)
 NEMESES = sorted(n for n in plugins.NEMESES if n != "none")

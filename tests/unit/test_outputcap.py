@@ -2,7 +2,7 @@
 
 import os
 
-from harness.outputcap import CappedLog, cap_file, pump
+from harness.core.outputcap import CappedLog, cap_file, pump
 
 
 def test_a_flood_keeps_its_head_and_its_tail_and_says_how_much_was_dropped(tmp_path):
@@ -51,7 +51,7 @@ def test_a_finished_log_is_cut_in_place_and_a_link_is_left_alone(tmp_path):
 
 
 def test_a_copied_log_is_capped_and_never_read_through_a_link(tmp_path):
-    from harness.outputcap import copy_capped
+    from harness.core.outputcap import copy_capped
 
     src = tmp_path / "server.log"
     src.write_bytes(b"S" * 100 + b"M" * 5000 + b"E" * 100)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import plugins
-from harness.errors import BadArgument
+from harness.core import plugins
+from harness.core.errors import BadArgument
 
 DEMO = Path(__file__).resolve().parents[1] / "plugin_demo"
 

@@ -4,8 +4,8 @@ from pathlib import Path
 
 from harness.checker.policy import checkers, judged
 from harness.checker.properties import check_fairness, check_reentrancy
-from harness.history import read_history
-from harness.spec import TestSpec
+from harness.core.history import read_history
+from harness.core.spec import TestSpec
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "properties"
 SPEC = TestSpec(backend="redis", reenter=True, acquire_timeout=2.0)

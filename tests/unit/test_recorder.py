@@ -1,6 +1,6 @@
 """The worker's Recorder keeps the shared holding flag that pause-holder aims by."""
 
-from harness.worker import Recorder
+from harness.engine.worker import Recorder
 
 
 class Sink(list):
@@ -36,7 +36,7 @@ def test_without_shared_flags_it_only_records():
 
 
 def test_a_batching_recorder_sends_lists_on_flush_when_full_and_once_settled(monkeypatch):
-    import harness.worker as worker_mod
+    import harness.engine.worker as worker_mod
 
     clock = [100.0]
     monkeypatch.setattr(worker_mod.time, "monotonic", lambda: clock[0])
@@ -63,7 +63,7 @@ def test_a_worker_past_its_op_rate_waits_for_the_next_second_and_says_so_once():
     max_rate ops in a second the worker waits, no op is dropped, and the runner hears once."""
     import time
 
-    from harness.worker import THROTTLED
+    from harness.engine.worker import THROTTLED
 
     sink = Sink()
     rec = Recorder(sink, 0, batch=10, max_rate=50)

@@ -1,7 +1,7 @@
 """A renew that said ok while another process held the lock is named by the mutex checker."""
 
 from harness.checker.lock import check_mutex
-from harness.history import Op
+from harness.core.history import Op
 
 
 def h(*rows):

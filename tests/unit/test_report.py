@@ -20,8 +20,8 @@ import pytest
 from harness.checker.policy import summarize, verdicts
 from harness.checker.base import CheckResult
 from harness.checker.lock import check_mutex, check_stats, check_writes
-from harness.history import NEMESIS, Op
-from harness.spec import TestSpec
+from harness.core.history import NEMESIS, Op
+from harness.core.spec import TestSpec
 from results import charts, store
 from results.index import write_index
 from results.junit import cases_from_doc, write_junit

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from harness.explore import bisect_boundary
-from harness.history import NEMESIS, Op
-from harness.reproduce import (first_violation_s, foreign_releases, minority_blocked, read_rows, seed_ranges,
+from harness.commands.explore import bisect_boundary
+from harness.core.history import NEMESIS, Op
+from harness.commands.reproduce import (first_violation_s, foreign_releases, minority_blocked, read_rows, seed_ranges,
                                stuck_after_crash, summarize, summary_table)
 from tests.conftest import chaos
 
@@ -213,7 +213,7 @@ def test_explore_bad_arguments(args, words):
 @pytest.mark.parametrize("causes, matched", [({"overran-paused": 3}, True), ({"overran-paused": 2, "unexplained": 1}, False),
                                              ({"early-server-clock": 3}, False)])
 def test_a_scenario_misses_when_its_violations_have_another_cause(tmp_path, causes, matched):
-    from harness.reproduce import judge
+    from harness.commands.reproduce import judge
 
     (tmp_path / "spec.json").write_text(json.dumps({"concurrency": 3}))
     (tmp_path / "history.jsonl").write_text(json.dumps({"index": 0, "time_ns": 1, "process": 0, "type": "invoke",
@@ -229,7 +229,7 @@ def test_a_scenario_misses_when_its_violations_have_another_cause(tmp_path, caus
 
 def test_a_miss_names_its_first_wrongly_caused_violation(tmp_path):
     """CI keeps only the log: the sentence of the first unexplained overlap goes with the miss."""
-    from harness.reproduce import judge
+    from harness.commands.reproduce import judge
 
     (tmp_path / "spec.json").write_text(json.dumps({"concurrency": 3}))
     (tmp_path / "history.jsonl").write_text("")

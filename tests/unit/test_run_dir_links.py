@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import BadArgument
-from harness.spec import TestSpec
+from harness.core.errors import BadArgument
+from harness.core.spec import TestSpec
 from results import store
 from results.index import write_index
 from results.report import write_report
@@ -134,8 +134,8 @@ def test_the_index_does_not_read_a_results_json_that_leads_out(tmp_path):
 
 
 def _writers():
-    from harness.compare import page
-    from harness.matrix import html as matrix_html, rows as matrix_rows
+    from harness.commands.compare import page
+    from harness.commands.matrix import html as matrix_html, rows as matrix_rows
     from results.csv import write_ops_csv
 
     meta = {"plan": "quick", "when": "now", "machine": "this one", "took_s": 1.0}

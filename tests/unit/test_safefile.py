@@ -1,4 +1,4 @@
-"""harness/safefile.py: reads stay inside their dir, writes replace a name instead of
+"""harness/core/safefile.py: reads stay inside their dir, writes replace a name instead of
 writing through a link (issue 25)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from harness.errors import BadArgument
-from harness.safefile import atomic_open, inside, is_inside, open_inside, read_inside, write_atomic
+from harness.core.errors import BadArgument
+from harness.core.safefile import atomic_open, inside, is_inside, open_inside, read_inside, write_atomic
 
 
 @pytest.fixture

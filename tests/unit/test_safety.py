@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import BadArgument
+from harness.core.errors import BadArgument
 from tests.conftest import chaos
 
 GOLDEN = Path(__file__).parent.parent / "golden"
@@ -86,9 +86,9 @@ def _drop_if_empty(d: Path) -> None:
                                        ("yes", True), ("TRUE", True), ("on", True), ("1", True), (True, True),
                                        (False, False)])
 def test_flags_parse_their_usual_spellings(raw, want):
-    from harness.options import CLUSTER_OPTIONS
+    from harness.core.options import CLUSTER_OPTIONS
     from harness.cluster.kinds import server_kind
-    from harness.spec import TestSpec
+    from harness.core.spec import TestSpec
 
     spec = TestSpec(backend="redis", options={"appendonly": raw}).validate()
     assert spec.options["appendonly"] is want
@@ -108,14 +108,14 @@ def test_flags_parse_their_usual_spellings(raw, want):
     ({"partition_shape": "triangle"}, "choose one of"),
 ])
 def test_bad_option_values_are_refused_by_name(options, words):
-    from harness.spec import TestSpec
+    from harness.core.spec import TestSpec
 
     with pytest.raises(BadArgument, match=words):
         TestSpec(backend="zookeeper", nemesis=("pause-holder", "partition"), options=options).validate()
 
 
 def test_an_option_of_another_component_is_kept_with_a_note():
-    from harness.spec import TestSpec
+    from harness.core.spec import TestSpec
 
     spec = TestSpec(backend="redis", options={"session_timeout_ms": "2000"}).validate()
     assert spec.options["session_timeout_ms"] == 2000.0

@@ -1,4 +1,4 @@
-"""`chaos serve` (results/serve.py) serves only what resolves inside the store, only to a Host
+"""`chaos serve` (harness/commands/serve.py) serves only what resolves inside the store, only to a Host
 of 127.0.0.1:PORT or localhost:PORT (issue 25). The real command, as a subprocess on a free
 port, over a store with links out of it; no lock servers."""
 

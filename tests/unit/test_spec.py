@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from harness.errors import BadArgument
-from harness.spec import MAX_JUMP_S, MAX_TIME_S, MIN_INTERVAL_S, TestSpec
+from harness.core.errors import BadArgument
+from harness.core.spec import MAX_JUMP_S, MAX_TIME_S, MIN_INTERVAL_S, TestSpec
 
 # field, the values at both ends of its range (accepted), values just outside (refused),
 # the flag the refusal names, and what else the spec needs for the field to be judged alone

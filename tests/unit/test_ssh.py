@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cliargs import ssh_settings
+from harness.commands.cliargs import ssh_settings
 from harness.cluster import ssh as S
 from harness.cluster import ssh_helper as H
-from harness.errors import BadArgument
+from harness.core.errors import BadArgument
 from tests.conftest import chaos
 
 

@@ -1,12 +1,12 @@
-"""A run whose cluster never came up leaves no run dir (harness/runner.py _discard_unstarted),
+"""A run whose cluster never came up leaves no run dir (harness/engine/runner.py _discard_unstarted),
 and nothing its error pointed at is lost: the server logs' last lines move into the message."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from harness.errors import ClusterError
-from harness.runner import _discard_unstarted
+from harness.core.errors import ClusterError
+from harness.engine.runner import _discard_unstarted
 
 
 def run_dir(tmp_path, logs: dict[str, str]):

@@ -64,13 +64,13 @@ def test_junit_reads_the_csv_words_like_the_json_ones(tmp_path):
     (["false", "maybe"], "unsafe", "unsafe"),  # one proven violation, but a run that proved nothing
 ])
 def test_a_cell_with_an_unrecognised_verdict_is_unknown_and_not_matched(valids, expected, observed):
-    from harness.matrix.judge import judge_cell
+    from harness.commands.matrix.judge import judge_cell
 
     assert judge_cell(valids, expected) == (observed, False)
 
 
 def test_a_row_the_matrix_never_writes_matches_not_even_either():
-    from harness.matrix.judge import judge_cell, run_matches
+    from harness.commands.matrix.judge import judge_cell, run_matches
 
     assert judge_cell(["maybe"], "either") == ("unknown", False)
     assert judge_cell(["unknown"], "either") == ("unknown", True)
@@ -78,8 +78,8 @@ def test_a_row_the_matrix_never_writes_matches_not_even_either():
 
 
 def test_rejudge_reads_every_row_through_the_parser():
-    from harness.matrix.expectations import Expectations
-    from harness.matrix.judge import rejudge
+    from harness.commands.matrix.expectations import Expectations
+    from harness.commands.matrix.judge import rejudge
 
     rows = [{"backend": "redis", "nemesis": "none", "fencing": "off", "seed": s, "valid": v}
             for s, v in ((1, "true"), (2, "False"), (3, "maybe"), (4, ""))]
@@ -93,7 +93,7 @@ def test_rejudge_reads_every_row_through_the_parser():
 # --- chaos check and the run summary ---------------------------------------------------------
 @pytest.mark.parametrize("odd", ["maybe", "False", 1, "", None])
 def test_the_summary_a_check_prints_never_says_valid(odd):
-    from harness.cli import exit_code, verdict_text
+    from harness.commands.cli import exit_code, verdict_text
 
     text = verdict_text({"valid": odd, "violations": 0, "run_dir": "/x"})
     assert text.startswith("UNKNOWN") and text.splitlines()[-1] == "  exit code: 2"
@@ -105,9 +105,9 @@ def test_the_summary_a_check_prints_never_says_valid(odd):
 def test_compare_reads_no_safety_count_from_an_undecided_run(tmp_path):
     """A run that proved nothing says nothing about conflicts: the claim of 0 conflicts is
     inconclusive, not confirmed by a 0 that was never checked."""
-    from harness.compare import summarize
-    from harness.compare.battery import QUICK, measure
-    from harness.compare.claims import CONFIRMED, INCONCLUSIVE, ROWS, verdict
+    from harness.commands.compare import summarize
+    from harness.commands.compare.battery import QUICK, measure
+    from harness.commands.compare.claims import CONFIRMED, INCONCLUSIVE, ROWS, verdict
 
     def run(spec):
         return {"valid": "maybe", "violations": 0, "acquires_ok": 500, "stale_writes_accepted": 0,
@@ -160,7 +160,7 @@ def _run_dir(tmp_path, valid):
 @pytest.mark.parametrize("valid, matched", [(True, True), ("maybe", False), ("unknown", False), ("True", False),
                                             (None, False)])
 def test_a_safe_scenario_needs_a_valid_run(tmp_path, valid, matched):
-    from harness.reproduce import judge
+    from harness.commands.reproduce import judge
 
     r = judge("gc-pause", "fenced", 1, _run_dir(tmp_path, valid))
     assert r["matched"] is matched
@@ -183,15 +183,15 @@ def test_reproduce_recheck_of_an_odd_verdict_is_a_miss(tmp_path):
 # --- explore ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("valid", ["maybe", "unknown", None])
 def test_an_explore_probe_that_decided_nothing_neither_breaks_nor_holds(monkeypatch, tmp_path, valid):
-    from harness.explore import Undecided, probe
-    from harness.runner import RunOutcome
+    from harness.commands.explore import Undecided, probe
+    from harness.engine.runner import RunOutcome
 
     def run(spec, progress=False):
         return RunOutcome(run_dir=tmp_path, summary={"valid": valid, "violations": 0}, results={})
 
-    monkeypatch.setattr("harness.runner.run", run)  # what probe() imports when it runs
+    monkeypatch.setattr("harness.engine.runner.run", run)  # what probe() imports when it runs
     with pytest.raises(Undecided, match="decided nothing"):
         probe("redis", "pause-holder", 1.0, 1, 5.0, str(tmp_path), 1000)
-    monkeypatch.setattr("harness.runner.run", lambda spec, progress=False: RunOutcome(
+    monkeypatch.setattr("harness.engine.runner.run", lambda spec, progress=False: RunOutcome(
         run_dir=tmp_path, summary={"valid": valid, "violations": 2}, results={}))
     assert probe("redis", "pause-holder", 1.0, 1, 5.0, str(tmp_path), 1000) == (True, 2)  # a violation stands

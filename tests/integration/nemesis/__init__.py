@@ -1,7 +1,7 @@
 """Every nemesis against real clusters in namespaces: in effect, visible, and gone after heal.
 
 One file per nemesis (partition, pause, kill, clock; the seeded schedule apart). The
-nemesis classes are driven as harness/runner.py drives them (setup with a
+nemesis classes are driven as harness/engine/runner.py drives them (setup with a
 NemesisContext, `invoke` with nemesis invoke ops, `teardown`), against one cluster per
 server kind, shared by every file here and healed between tests (conftest.py). Faults
 that need a workload (pause-holder, client clocks, the seeded schedule) run `chaos run`

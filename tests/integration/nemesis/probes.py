@@ -14,8 +14,8 @@ import pytest
 from harness.cluster import etcd, zookeeper
 from harness.cluster.local import LocalCluster
 from harness.cluster.reaper import proc_state
-from harness.history import Op, now_ns
-from harness.spec import TestSpec
+from harness.core.history import Op, now_ns
+from harness.core.spec import TestSpec
 from nemesis.base import NemesisContext
 from tests.conftest import chaos, eventually, need_root_netns
 

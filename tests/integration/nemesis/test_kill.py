@@ -11,7 +11,7 @@ import pytest
 from harness.cluster import etcd, zookeeper
 from harness.cluster.provider import Group
 from harness.cluster.valkey import ValkeyKind, connect
-from harness.history import Op
+from harness.core.history import Op
 from nemesis.clock import ClockSkew
 from nemesis.process import Kill
 from tests.conftest import eventually

@@ -10,7 +10,7 @@ import uuid
 
 import redis
 
-from harness.errors import LockLost, NotAcquired
+from harness.core.errors import LockLost, NotAcquired
 from workloads.base import Lease
 
 RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"

@@ -1,0 +1,123 @@
+"""Checks shared by the commands: numbers that must be finite, paths that must be writable.
+
+Each runs before anything starts, so a long campaign never fails at its end on a value
+that was wrong from the beginning.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import click
+
+from harness.core.errors import BadArgument
+
+
+class Seconds(click.ParamType):
+    """A finite number within [lo, hi] (click's FloatRange lets NaN through)."""
+
+    name = "seconds"
+
+    def __init__(self, lo: float = 0.0, hi: float = 86_400.0, *, open_lo: bool = False):
+        self.lo, self.hi, self.open_lo = lo, hi, open_lo
+
+    def convert(self, value, param, ctx):
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not math.isfinite(v) or v > self.hi or v < self.lo or (self.open_lo and v == self.lo):
+            low = f"above {self.lo:g}" if self.open_lo else f"at least {self.lo:g}"
+            self.fail(f"{value!r} must be a finite number {low} and at most {self.hi:g}", param, ctx)
+        return v
+
+
+def check_writable_dir(path: str, flag: str) -> None:
+    """A directory runs can be written into (made if missing), or one sentence why not.
+
+    Checked before anything starts, by really creating what is missing and a file in it,
+    then removing exactly what the check made: a long run must not fail at its end."""
+    import tempfile
+    from pathlib import Path
+
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise BadArgument(f"{flag} {path} is a file, not a directory; give a directory (it is created if missing)")
+    made = [q for q in (p, *p.parents) if not q.exists()]
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=p):
+            pass
+    except OSError as e:
+        raise BadArgument(f"{flag} {path} cannot be written ({e.strerror}); give a directory you can write to") from None
+    finally:
+        for q in made:
+            try:
+                q.rmdir()
+            except OSError:
+                pass
+
+
+def check_writable_file(path: str, flag: str) -> None:
+    """A file that can be (over)written in an existing directory, or one sentence why not."""
+    from pathlib import Path
+
+    p = Path(path)
+    if p.is_dir():
+        raise BadArgument(f"{flag} {path} is a directory; give a file name, such as {p / 'results.xml'}")
+    if not p.parent.is_dir():
+        raise BadArgument(f"{flag} {path}: the directory {p.parent} does not exist; create it or give another path")
+    existed = p.exists()
+    try:
+        with open(p, "a"):
+            pass
+    except OSError as e:
+        raise BadArgument(f"{flag} {path} cannot be written ({e.strerror}); give a path you can write to") from None
+    if not existed:
+        p.unlink()
+
+
+
+
+CLUSTERS = ("local", "compose", "ssh")
+
+
+def ssh_options(f):
+    """--hosts and the --ssh-* settings of `--cluster ssh` (chaos run, chaos reproduce)."""
+    for opt in reversed([
+        click.option("--hosts", default=None, metavar="H1,H2,...|@FILE",
+                     help="with --cluster ssh: the hosts, [user@]address[:port], comma-separated or one per line of FILE"),
+        click.option("--ssh-user", default=None, help="with --cluster ssh: login user (default root; others need passwordless sudo)"),
+        click.option("--ssh-key", default=None, type=click.Path(), help="with --cluster ssh: the private key to log in with"),
+        click.option("--ssh-port", default=None, type=int, help="with --cluster ssh: sshd's port (default 22)"),
+        click.option("--ssh-known-hosts", default=None, type=click.Path(),
+                     help="with --cluster ssh: a known_hosts file to use (new hosts are added to it)"),
+    ]):
+        f = opt(f)
+    return f
+
+
+def ssh_settings(cluster: str, hosts: str | None, user: str | None, key: str | None, port: int | None,
+                 known_hosts: str | None) -> dict:
+    """spec.ssh from the flags: {} unless --cluster ssh; one sentence for a flag without it."""
+    given = [flag for flag, v in (("--hosts", hosts), ("--ssh-user", user), ("--ssh-key", key), ("--ssh-port", port),
+                                  ("--ssh-known-hosts", known_hosts)) if v is not None]
+    if cluster != "ssh":
+        if given:
+            raise BadArgument(f"{given[0]} goes with --cluster ssh")
+        return {}
+    if not hosts:
+        raise BadArgument("--cluster ssh needs --hosts h1,h2,... (or --hosts @FILE, one host per line)")
+    if hosts.startswith("@"):
+        from harness.cluster.ssh import read_hosts_file
+
+        names = read_hosts_file(hosts[1:])
+    else:
+        names = [h.strip() for h in hosts.split(",") if h.strip()]
+    out = {"hosts": names, "user": user, "port": port, "key": os.path.abspath(key) if key else None,
+           "known_hosts": os.path.abspath(known_hosts) if known_hosts else None}
+    from harness.cluster.ssh import parse_hosts
+
+    parse_hosts(out)  # one sentence now, for a bad host, port or key
+    return {k: v for k, v in out.items() if v is not None}

@@ -1,0 +1,149 @@
+"""`chaos client-check CMD --servers KIND:N`: does a lock client speak the protocol?
+
+A short, fault-free conformance sequence against a real cluster, with two instances of
+the client (two processes, as two workers would run them): each step prints PASS or FAIL
+with one sentence, and the command exits 0 only when every step passed. Run it before
+`chaos run --client`: a chaos run cannot tell a client that breaks the protocol from one
+that breaks under faults.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import tempfile
+import time
+from typing import Callable
+
+import click
+
+from harness.core.errors import BadArgument, LockLost, NotAcquired
+
+
+def steps(a, b, key: str, ttl_ms: int) -> list[tuple[str, Callable[[], str | None]]]:
+    """(what, check) pairs; a check returns None when it passed, else one sentence why not."""
+    state: dict = {}
+
+    def acquire_ok():
+        lease = a.acquire(key, ttl_ms, 2.0)
+        state["a"] = lease
+        if not lease.value:
+            return "acquire said ok without a value (the lease's proof of ownership)"
+        return None
+
+    def exclusive():
+        try:
+            b.acquire(key, ttl_ms, 0.5)
+        except NotAcquired:
+            return None
+        return "a second client got the lock while the first held it, with no fault at all"
+
+    def held():
+        return None if a.still_held(state["a"]) else "held said false for a lease that was just acquired"
+
+    def renew():
+        try:
+            state["a"] = a.renew(state["a"])
+        except LockLost as e:
+            if "unsupported" in str(e):
+                return None  # allowed: the harness then does not renew this client
+            return f"renew of a held lease failed: {e}"
+        return None
+
+    def release_ok():
+        return None if a.release(state["a"]) else "release of a held lease said fail"
+
+    def release_again():
+        return "releasing a lease that was already released said ok" if a.release(state["a"]) else None
+
+    def other_gets_it():
+        lease = b.acquire(key, ttl_ms, 2.0)
+        state["b"] = lease
+        tokens = (state["a"].token, lease.token)
+        if None not in tokens and not tokens[1] > tokens[0]:
+            return f"fencing tokens must increase from one holder to the next; got {tokens[0]} then {tokens[1]}"
+        return None
+
+    def release_b():
+        return None if b.release(state["b"]) else "release of a held lease said fail"
+
+    def clock():
+        rep = a._op({"op": "clock"}, 5.0)
+        if rep["type"] == "unsupported":
+            return None  # allowed: a clock skew on this client then cannot be read back
+        now_ms = rep.get("now_ms")
+        if rep["type"] != "ok" or not isinstance(now_ms, (int, float)) or isinstance(now_ms, bool):
+            return f"clock must answer ok with now_ms (its wall clock, ms since the epoch), not {rep}"
+        if abs(now_ms / 1000 - time.time()) > 5:
+            return f"clock says {now_ms} ms since the epoch, {now_ms / 1000 - time.time():+.1f} s from this host's clock"
+        return None
+
+    def unknown_op():
+        rep = a._op({"op": "no-such-op"}, 5.0)
+        return None if rep["type"] == "unsupported" else f"an unknown op must be answered unsupported, not {rep['type']}"
+
+    return [("acquire a free lock", acquire_ok), ("a second client cannot take it", exclusive),
+            ("held says true while held", held), ("renew a held lease (or say unsupported)", renew),
+            ("release it", release_ok), ("a second release says fail", release_again),
+            ("the other client acquires it next, with a higher token", other_gets_it),
+            ("and releases it", release_b), ("clock tells its wall clock (or says unsupported)", clock),
+            ("an unknown op is unsupported", unknown_op)]
+
+
+@click.command(name="client-check")
+@click.argument("command")
+@click.option("--servers", required=True, metavar="KIND:N", help="the lock service the client talks to, e.g. etcd:3")
+@click.option("--ttl", "ttl_ms", type=click.IntRange(100, 600_000), default=5000, show_default=True)
+def client_check(command, servers, ttl_ms):
+    """Check that a lock client COMMAND speaks the client protocol, against a real cluster."""
+    from harness.core import interrupts
+
+    with interrupts.first_press_ends():  # later presses cannot cut the cleanup short
+        return _client_check(command, servers, ttl_ms)
+
+
+def _client_check(command, servers, ttl_ms):
+    from harness.cluster.assemble import make_cluster
+    from harness.cluster.provider import state_root
+    from harness.core.spec import TestSpec
+    from results.store import new_run_id
+    from harness.cluster.containment import PROCS_ENV
+    from workloads.external import LOG_ENV, ClientBroke, ExternalClient
+
+    spec = TestSpec(backend="external", concurrency=1,
+                    options={"command": command, "servers": servers}).validate()
+    ExternalClient.servers_for(spec.options)
+    run_id = new_run_id()
+    cluster = make_cluster(spec, run_id, state_root() / run_id / "logs", [])
+    failed = 0
+    clients: list[ExternalClient] = []
+    logs = tempfile.mkdtemp(prefix="chaos-client-check-")  # the clients' stderr, for the start error
+    os.environ[LOG_ENV] = os.path.join(logs, "client.log")
+    try:
+        cluster.up()
+        if cluster.contained is not None and cluster.contained.procs("clients"):
+            os.environ[PROCS_ENV] = cluster.contained.procs("clients")  # each client process joins the run's cgroup
+        lock_nodes = [n for n in cluster.nodes if n.role == "lock"]
+        for _ in range(2):
+            c = ExternalClient(spec.options, None)
+            c.open(lock_nodes)
+            clients.append(c)
+        print(f"client-check `{command}` against {servers} ({', '.join(n.endpoint for n in lock_nodes)})")
+        for what, check in steps(*clients, key=f"check-{int(time.time())}", ttl_ms=ttl_ms):
+            try:
+                why = check()
+            except KeyError:  # the lease an earlier step should have produced
+                why = "not run: it needs a lease an earlier step failed to get"
+            except (ClientBroke, NotAcquired, LockLost, BadArgument) as e:
+                why = f"{type(e).__name__}: {e}"
+            failed += why is not None
+            print(f"  {'PASS' if why is None else 'FAIL'}  {what}" + (f": {why}" if why else ""))
+    finally:
+        for c in clients:
+            c.close()
+        os.environ.pop(PROCS_ENV, None)
+        cluster.down()
+        shutil.rmtree(logs, ignore_errors=True)
+    print(f"{'all steps passed' if not failed else f'{failed} step(s) failed'}: `{shlex.join(shlex.split(command))}`")
+    return 1 if failed else 0

@@ -1,0 +1,121 @@
+"""expectations.toml: what verdict each matrix cell should show, validated eagerly.
+
+Tables are [default], [backend] and [backend.nemesis] (a composed nemesis is "a+b"); in
+each, `expect`, `nofence` or `fenced` name a verdict: safe, unsafe, either or unsupported
+(what each means is in judge.py). A lookup falls back from [backend.nemesis] to [backend]
+to [default], and a cell nothing names is expected "either". An unknown backend, nemesis,
+key or verdict is refused with its file and line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.core.errors import BadArgument
+
+VERDICTS = ("safe", "unsafe", "either", "unsupported")
+FENCING_KEYS = {True: "fenced", False: "nofence"}
+
+
+def _line_of(text: str, table: tuple[str, ...], key: str | None = None) -> int | None:
+    """1-based line of `key` inside [table] (or of the [table] header), for error messages."""
+    current: tuple[str, ...] = ()
+    for i, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if m := re.fullmatch(r"\[([^\[\]]+)\]", line):
+            current = tuple(part.strip().strip("\"'") for part in m.group(1).split("."))
+            if key is None and current[:len(table)] == table:  # [a.b] also defines [a]
+                return i
+        elif key is not None and current == table and re.match(rf"[\"']?{re.escape(key)}[\"']?\s*=", line):
+            return i
+        elif table and current == table[:-1] and re.match(  # a dotted key: [redis] then pause.fenced = ...
+                rf"[\"']?{re.escape(table[-1])}[\"']?\s*\.\s*{re.escape(key or '')}", line):
+            return i
+    return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Expectations:
+    """expectations.toml, validated. Lookup falls back from [backend.nemesis] to [backend]
+    to [default]; inside a table, `nofence`/`fenced` win over `expect`."""
+
+    path: str | None = None
+    tables: dict = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike | None) -> "Expectations":
+        if path is None:
+            return cls()
+        p = Path(path)
+        try:
+            text = p.read_text()
+        except OSError as e:
+            raise BadArgument(f"cannot read expectations file {p}: {e.strerror}; pass an existing --expectations PATH") from None
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise BadArgument(f"{p} is not valid TOML ({e}); fix that line") from None
+        from harness.core import plugins
+
+        backends, nemeses = set(plugins.backend_names()), set(plugins.nemesis_names())
+
+        def where(table: tuple[str, ...], key: str | None = None) -> str:
+            line = _line_of(text, table, key)
+            name = " ".join(filter(None, ["[" + ".".join(table) + "]" if table else "", key or ""]))
+            return f"{p}:{line} {name}" if line else f"{p} {name}"
+
+        def check_values(table: tuple[str, ...], t: dict, subtables_ok: bool) -> None:
+            for k, v in t.items():
+                if isinstance(v, dict):
+                    if not subtables_ok:
+                        raise BadArgument(f"{where(table + (k,))}: tables nest only as [backend.nemesis]; remove this level")
+                    unknown = [n for n in k.split("+") if n not in nemeses]
+                    if unknown:
+                        raise BadArgument(f"{where(table + (k,))}: unknown nemesis {unknown[0]!r}; choose one of: {', '.join(sorted(nemeses))}")
+                    check_values(table + (k,), v, False)
+                elif k == "unexplained":
+                    if not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+                        raise BadArgument(f"{where(table, k)}: unexplained is how many UNEXPLAINED violations a run may "
+                                          f"have, a whole number such as 0, not {v!r}")
+                elif k not in ("expect", "nofence", "fenced"):
+                    raise BadArgument(f"{where(table, k)}: unknown key {k!r}; use expect, nofence, fenced or unexplained")
+                elif v not in VERDICTS:
+                    raise BadArgument(f"{where(table, k)}: {v!r} is not a verdict; use one of: {', '.join(VERDICTS)}")
+
+        for name, t in doc.items():
+            if not isinstance(t, dict):
+                raise BadArgument(f"{where((), name)}: top-level keys must be tables like [default] or [redlock.clock-skew]")
+            if name != "default" and name not in backends:
+                raise BadArgument(f"{where((name,))}: unknown backend {name!r}; choose one of: {', '.join(sorted(backends))}")
+            check_values((name,), t, name != "default")
+        return cls(path=str(p), tables=doc)
+
+    def expect(self, backend: str, nemesis: str, fencing: bool) -> str:
+        fk = FENCING_KEYS[fencing]
+        b = self.tables.get(backend, {})
+        for t in (b.get(nemesis, {}), b, self.tables.get("default", {})):
+            for k in (fk, "expect"):
+                if isinstance(t.get(k), str):
+                    return t[k]
+        return "either"
+
+    def unexplained(self, backend: str, nemesis: str) -> int | None:
+        """How many UNEXPLAINED violations (harness/checker/causes.py) a run of the cell may
+        have, or None for no limit: even an unsafe cell must not break in a way its design
+        does not account for (a regression in a lock client already known to be unsafe)."""
+        b = self.tables.get(backend, {})
+        for t in (b.get(nemesis, {}), b, self.tables.get("default", {})):
+            if isinstance(t.get("unexplained"), int):
+                return t["unexplained"]
+        return None
+
+
+def default_expectations() -> Path | None:
+    for cand in (Path.cwd() / "expectations.toml", Path(__file__).resolve().parents[2] / "expectations.toml"):
+        if cand.is_file():
+            return cand
+    return None

@@ -1,0 +1,89 @@
+"""Judging matrix cells: the runs of one (backend, nemesis, fencing) against its expectation.
+
+A cell's observed verdict is, first match wins:
+  crash        a run crashed, hung or was interrupted (exit 255/130/143, a timeout, no summary)
+  unsupported  a run was refused as asked (exit 254: a nemesis this backend's servers
+               cannot take here, a missing server binary); the reason is kept
+  unsafe       a run was invalid (a violation was proven)
+  unknown      a run could not be decided
+  safe         every run was valid
+A cell matches its expectation when:
+  safe         observed safe (every run valid)
+  unsafe       observed unsafe and no run unknown (a fault that exposes a flaw need not do
+               so in every seed; one proven violation is enough)
+  either       observed safe, unsafe or unknown (not a crash, not a refusal)
+  unsupported  observed unsupported in every run (the harness refuses this cell on purpose
+               here; if it starts running, the cell is flagged so its verdict gets looked at)
+A row's `valid` is read by harness/checker/base.py parse_verdict: a word the matrix never
+writes ("False", "maybe", "") is "unknown", so it never makes a cell safe, and a cell with
+such a row matches no expectation, not even "either" (a row nobody can read proves nothing).
+rejudge stores the word read in `valid` and what was there in `stored_valid`.
+Pure: rows in (one per run, with its `valid` string), judged cells out; rendering reads them.
+"""
+
+from __future__ import annotations
+
+from harness.checker.base import recognised, verdict_csv
+from harness.commands.matrix.expectations import Expectations
+
+
+def run_matches(valid: str, expected: str) -> bool:
+    """Whether one run by itself shows the expected verdict."""
+    if not recognised(valid):
+        return False
+    valid = verdict_csv(valid)
+    if valid in ("crash", "unsupported"):
+        return valid == expected
+    return {"safe": valid == "true", "unsafe": valid == "false", "either": True}.get(expected, False)
+
+
+def judge_cell(valids: list, expected: str) -> tuple[str, bool]:
+    """(observed verdict, matched) of a cell from its runs' `valid` words (module docstring)."""
+    vs = [verdict_csv(v) for v in valids]
+    if not vs or "crash" in vs:
+        return "crash", False
+    observed = ("unsupported" if "unsupported" in vs else "unsafe" if "false" in vs
+                else "safe" if all(v == "true" for v in vs) else "unknown")
+    if not all(recognised(v) for v in valids):
+        return observed, False
+    if expected == "unsupported" or observed == "unsupported":
+        return observed, expected == observed and set(vs) == {"unsupported"}
+    if expected == "either":
+        return observed, True
+    return observed, observed == expected and "unknown" not in vs
+
+
+def rejudge(rows: list[dict], exp: Expectations) -> list[dict]:
+    """Fill expected/matched/cell_* of every row from `exp`; return the cells, in row order."""
+    cells: dict[tuple, dict] = {}
+    for r in rows:
+        read = verdict_csv(r.get("valid"))
+        if read != r.get("valid"):
+            r.setdefault("stored_valid", r.get("valid"))
+            r["valid"] = read
+        fenced = r["fencing"] == "on"
+        key = (r["backend"], r["nemesis"], fenced)
+        c = cells.setdefault(key, {"backend": key[0], "nemesis": key[1], "fencing": fenced,
+                                   "expected": exp.expect(key[0], key[1], fenced), "runs": []})
+        c["runs"].append(r)
+    for c in cells.values():
+        stored = [r.get("stored_valid", r["valid"]) for r in c["runs"]]
+        c["observed"], c["matched"] = judge_cell(stored, c["expected"])
+        limit = exp.unexplained(c["backend"], c["nemesis"])
+        over = [r for r in c["runs"] if limit is not None and _count(r.get("unexplained")) > limit]
+        if over:  # broken in a way the design does not account for: fails even an "unsafe" cell
+            c["matched"] = False
+            c["unexplained_over"] = f"{len(over)} run(s) with more than {limit} UNEXPLAINED violation(s)"
+        for r in c["runs"]:
+            r.update(expected=c["expected"],
+                     matched=run_matches(r.get("stored_valid", r["valid"]), c["expected"]) and r not in over,
+                     cell_observed=c["observed"], cell_matched=c["matched"])
+    return list(cells.values())
+
+
+def _count(v) -> int:
+    """A count from a row (an int, or a CSV string; blank: none)."""
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return 0

@@ -1,0 +1,169 @@
+"""Ctrl-C must never cut a teardown short.
+
+People press Ctrl-C two or three times. The first press ends a run (KeyboardInterrupt);
+every press after that, while the harness heals faults, stops workers and servers,
+removes namespaces and writes the results, would otherwise interrupt that cleanup half
+way and leave namespaces, rules and processes behind. Inside `shielded()` SIGINT and
+SIGTERM only say what is happening and are otherwise ignored until the step ends, unless
+the step has a safe faster path (`skip`): checking a long history can be skipped and done
+later with `chaos report`, so there a second press raises KeyboardInterrupt.
+
+The terminal sends Ctrl-C to the whole foreground process group, so the commands a
+teardown runs (`ip`, `iptables-restore`) must not be in it: start them with
+`process_group=0` (see `quiet_group`).
+
+A command that was interrupted says so on its last line and exits 128 + the signal: 130
+for Ctrl-C (SIGINT), 143 for SIGTERM (`exit_code`, `exit_line`), never the 0 or 1 of a
+verdict that covers only part of what was asked. The handlers here record which signal came
+first (`ended_by`); `first_press_ends` starts each run's record afresh.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+from harness.core.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
+
+_presses = 0  # Ctrl-C (or SIGTERM) received while shielded, in this process
+_ended_by: int | None = None  # the first SIGINT or SIGTERM since the record was started
+_held: list | None = None  # reactions deferred() holds back until its step is done
+
+
+@contextmanager
+def _on_press(react) -> Iterator[None]:
+    """Within the block, every SIGINT and SIGTERM is counted and handed to react(n), n the
+    number of presses so far in this block; react may raise KeyboardInterrupt. A no-op
+    outside the main thread (only it can set handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    seen = 0
+
+    def handler(signum, frame) -> None:
+        global _presses
+        nonlocal seen
+        note(signum)
+        _presses += 1
+        seen += 1
+        if _held is not None:  # inside deferred(): react once the step is done
+            _held.append(lambda n=seen: react(n))
+            return
+        react(seen)
+
+    before = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h)
+
+
+def shielded(doing: str, skip: str | None = None):
+    """Run the block with SIGINT and SIGTERM deferred: the first press prints one line saying
+    `doing` is under way. With `skip` (a safe faster path, in words) that line offers it and
+    the next press raises KeyboardInterrupt; without, presses are ignored."""
+
+    def react(n: int) -> None:
+        if n == 1:
+            then = f"press Ctrl-C again to {skip}" if skip else "Ctrl-C is ignored until it is done"
+            print(f"\nchaos: {doing}; please wait ({then})", file=sys.stderr, flush=True)
+        elif skip:
+            raise KeyboardInterrupt
+
+    return _on_press(react)
+
+
+def first_press_ends():
+    """Around a whole run: the first Ctrl-C (or SIGTERM) raises KeyboardInterrupt, every
+    later one is counted and ignored, so no press between two shielded steps (there is
+    always a moment) can cut the teardown short. Shields inside it still apply."""
+
+    def react(n: int) -> None:
+        if n == 1:
+            raise KeyboardInterrupt
+
+    global _ended_by
+    _ended_by = None  # a new run: which signal ends it is yet to be seen
+    return _on_press(react)
+
+
+def note(signum: int) -> None:
+    """Record that `signum` (SIGINT or SIGTERM) arrived; the first one since the record
+    started is what ended the command (`ended_by`)."""
+    global _ended_by
+    if _ended_by is None:
+        _ended_by = signum
+
+
+def ended_by() -> int | None:
+    """The signal that interrupted the current run or command, if one was recorded (a Ctrl-C
+    that Python's own handler turned into KeyboardInterrupt is not: that is SIGINT)."""
+    return _ended_by
+
+
+def exit_code(signum: int | None = None) -> int:
+    """The exit code of a command interrupted by `signum` (default: the recorded one, else
+    SIGINT): 143 for SIGTERM, 130 for Ctrl-C."""
+    return EXIT_TERMINATED if (signum or _ended_by) == signal.SIGTERM else EXIT_INTERRUPTED
+
+
+def how(signum: int | None = None) -> str:
+    """"Ctrl-C" or "SIGTERM": what interrupted the command, in words."""
+    return "SIGTERM" if (signum or _ended_by) == signal.SIGTERM else "Ctrl-C"
+
+
+def signal_name(signum: int | None = None) -> str:
+    """"SIGINT" or "SIGTERM", for the records (outcome.json, the summary's interrupted_by)."""
+    return "SIGTERM" if (signum or _ended_by) == signal.SIGTERM else "SIGINT"
+
+
+def exit_line(signum: int | None = None) -> str:
+    """The last line of an interrupted command: "exit code: 130 (interrupted by Ctrl-C)"."""
+    return f"exit code: {exit_code(signum)} (interrupted by {how(signum)})"
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Within the block, Ctrl-C and SIGTERM are counted but acted on only when it ends (then
+    as the enclosing handler would have: the first press of a run raises KeyboardInterrupt).
+    For steps that must not stop half way, such as starting processes: a child forked but
+    not yet known to its parent object is orphaned, and a teardown waits on it for good.
+
+    A signal mask cannot do this: it holds back a signal from the calling thread only, the
+    kernel then hands it to any other thread, and the main thread runs the Python handler
+    all the same at its next bytecode."""
+    global _held
+    outer, _held = _held, []
+    try:
+        yield
+    finally:
+        todo, _held = _held, outer
+        for react in todo:
+            react()
+
+
+def die_with_parent() -> None:
+    """Have the kernel SIGKILL this process when its parent dies (PR_SET_PDEATHSIG): for
+    workers of a runner that may be SIGKILLed, and the client processes of those workers.
+    Call it first thing in the child (also as a Popen preexec_fn)."""
+    import ctypes
+    import os
+
+    parent = os.getppid()
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent died before the call took effect
+        os._exit(1)
+
+
+def presses() -> int:
+    """How many Ctrl-Cs arrived while shielded (a run counts them as an interruption)."""
+    return _presses
+
+
+def quiet_group() -> dict:
+    """Popen keywords that keep a helper command out of the terminal's process group."""
+    return {"process_group": 0}

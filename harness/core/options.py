@@ -1,0 +1,164 @@
+"""Options (`-o NAME=VALUE`): declared by whoever reads them, parsed in one place.
+
+A backend or nemesis class lists what it reads in `OPTIONS`, a tuple of `Option`; the
+cluster's own options are `CLUSTER_OPTIONS` below. `resolve(spec)` runs before anything
+starts: it parses every value with its option's declared type and range, refuses a name
+nobody declares (a typo such as `pause_multiplee` would otherwise run with the default,
+silently), and returns the typed values. Readers then get real bools and numbers, never
+the string "no" read as True.
+
+A plugin backend that declares no OPTIONS gets its own names passed through as strings,
+as before: only it knows what they mean.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from harness.core.errors import BadArgument
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Option:
+    """One option: its type (bool, int, float or str), default, range or choices, help."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    min: float | None = None  # inclusive bounds for numbers
+    max: float | None = None
+    above: float | None = None  # exclusive lower bound ("must be positive": above=0)
+    choices: tuple[str, ...] = ()
+
+    def parse(self, raw: Any) -> Any:
+        """The typed value of `raw` (a string from the command line, or a value already typed
+        in a stored spec.json), or a BadArgument naming the option and what it accepts."""
+        where = f"-o {self.name}={raw}"
+        if self.type is bool:
+            if isinstance(raw, bool):
+                return raw
+            s = str(raw).strip().lower()
+            if s in _TRUE or s in _FALSE:
+                return s in _TRUE
+            raise BadArgument(f"{where}: {self.name} is a flag; give true or false (or yes/no, on/off, 1/0)")
+        if self.type in (int, float):
+            return self._number(raw, where)
+        s = str(raw).strip()
+        if self.choices and s not in self.choices:
+            raise BadArgument(f"{where}: choose one of {', '.join(self.choices)}")
+        return s
+
+    def _number(self, raw: Any, where: str) -> int | float:
+        kind = "an integer" if self.type is int else "a number"
+        if isinstance(raw, bool):
+            raise BadArgument(f"{where}: {self.name} takes {kind}, not a flag")
+        try:
+            value = self.type(raw) if not isinstance(raw, str) else self.type(raw.strip())
+        except (TypeError, ValueError):
+            raise BadArgument(f"{where}: {self.name} takes {kind}{self._range_text()}") from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise BadArgument(f"{where}: {self.name} must be a finite number{self._range_text()}")
+        if (self.min is not None and value < self.min) or (self.max is not None and value > self.max) \
+                or (self.above is not None and value <= self.above):
+            raise BadArgument(f"{where}: {self.name} must be{self._range_text(bare=True)}")
+        return value
+
+    def _range_text(self, bare: bool = False) -> str:
+        parts = []
+        if self.above is not None:
+            parts.append(f"above {self.above:g}")
+        if self.min is not None:
+            parts.append(f"at least {self.min:g}")
+        if self.max is not None:
+            parts.append(f"at most {self.max:g}")
+        if not parts:
+            return "" if not bare else " a number"
+        return (" " if bare else ", ") + " and ".join(parts)
+
+
+def values(options: Mapping[str, Any] | None, opts: Iterable[Option]) -> dict[str, Any]:
+    """name -> typed value (or default) of each declared option: how a reader gets them all."""
+    return {o.name: read(options or {}, o) for o in opts}
+
+
+def read(options: Mapping[str, Any], opt: Option) -> Any:
+    """The typed value of `opt` in `options` (raw or already resolved), or its default."""
+    return opt.parse(options[opt.name]) if opt.name in options else opt.default
+
+
+CLUSTER_OPTIONS = (
+    Option(name="appendonly", type=bool, default=False,
+           help="valkey keeps keys across a kill (append-only file); off: a killed node restarts empty"),
+    Option(name="zk_clock", type=str, default="timewarp", choices=("timewarp", "faketime"),
+           help="how clock-skew moves ZooKeeper's clock: vDSO patch (wall clock only) or libfaketime (also monotonic)"),
+    Option(name="max_history_mb", type=int, default=2048, min=1, max=1_000_000,
+           help="the history may grow to this many MB; a run that reaches it stops its workload there, with a note"),
+)
+
+
+def cluster_option(options: Mapping[str, Any], name: str) -> Any:
+    """The value of one of CLUSTER_OPTIONS, by name, from a run's options."""
+    return read(options, next(o for o in CLUSTER_OPTIONS if o.name == name))
+
+
+def declared(component: Any) -> tuple[Option, ...] | None:
+    """A backend's or nemesis's declared options; None if it declares none (a plugin)."""
+    return getattr(component, "OPTIONS", None)
+
+
+def every_option() -> dict[str, Option]:
+    """Every option any built-in or installed backend or nemesis declares (first wins)."""
+    from harness.core import plugins
+
+    found = {o.name: o for o in CLUSTER_OPTIONS}
+    for cls in [plugins.backend_class(n) for n in plugins.backend_names()] + \
+               [plugins.nemesis_class(n) for n in plugins.nemesis_names()]:
+        for o in declared(cls) or ():
+            found.setdefault(o.name, o)
+    return found
+
+
+def resolve(backend: Any, nemeses: Iterable[Any], options: Mapping[str, Any]) -> tuple[dict, list[str]]:
+    """(typed options, notes) for a run of `backend` under `nemeses`.
+
+    Raises BadArgument for a value that does not parse, and for a name no component of
+    chaoslock declares (with the nearest known names). A name another backend or nemesis
+    reads, but none of this run's, is kept and gets a note: it has no effect here.
+    """
+    mine: dict[str, Option] = {o.name: o for o in CLUSTER_OPTIONS}
+    for c in (backend, *nemeses):
+        for o in declared(c) or ():
+            mine.setdefault(o.name, o)
+    # A plugin that declares nothing reads its own names; an external client process gets
+    # every option in its init (forwards_options): neither is ours to refuse.
+    open_ended = declared(backend) is None or getattr(backend, "forwards_options", False)
+    known = None
+    typed: dict[str, Any] = {}
+    notes: list[str] = []
+    for name, raw in options.items():
+        if name in mine:
+            typed[name] = mine[name].parse(raw)
+            continue
+        if open_ended:
+            known = known if known is not None else every_option()
+            typed[name] = known[name].parse(raw) if name in known else raw
+            continue
+        known = known if known is not None else every_option()
+        if name in known:
+            typed[name] = known[name].parse(raw)
+            notes.append(f"option {name} is not read by backend {getattr(backend, 'name', backend)} or "
+                         f"the nemeses of this run; it has no effect here")
+            continue
+        near = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+        hint = f"did you mean {' or '.join(near)}? " if near else ""
+        who = f"backend {getattr(backend, 'name', backend)}" + "".join(
+            f" / nemesis {getattr(n, 'name', n)}" for n in nemeses)
+        raise BadArgument(f"unknown option {name!r} for {who}; {hint}known: {', '.join(sorted(mine))}")
+    return typed, notes

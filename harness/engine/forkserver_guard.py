@@ -1,0 +1,24 @@
+"""Imported by each run's fork server before anything else it preloads (worker._context):
+the fork server dies with the chaos process that started it.
+
+Without this a SIGKILLed runner leaves its fork server and every worker running: the
+workers' own PR_SET_PDEATHSIG watches their parent, which is the fork server, and the fork
+server lives as long as any worker holds its "alive" pipe, so each keeps the other up. With
+clients in namespaces `chaos cluster down --all` finds the workers by namespace; with
+clients in this machine's own network (the ssh provider, --no-netns) nothing else would.
+Never import it anywhere else: it ties the importing process to its parent.
+
+It also joins the run's cgroup (harness/cluster/containment.py), so every worker it forks,
+and everything those start, is born inside it.
+"""
+
+import signal
+
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal's Ctrl-C reaches us too: the runner owns it (preload
+# runs before multiprocessing's own SIG_IGN, and a press then killed the server with a KeyboardInterrupt)
+
+from harness.cluster.containment import join_from_env  # noqa: E402
+from harness.core.interrupts import die_with_parent  # noqa: E402
+
+die_with_parent()
+join_from_env()
