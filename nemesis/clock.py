@@ -17,7 +17,7 @@ clock_mode=bump|back|strobe|drift|mixed`, default bump):
   offset behind when it is removed (seen here).
 
 `--option clock_target=clients` skews the client workers instead: a Python client's
-in-process clock (see workloads.base.Clock; the backend's `clock_reads` say which of its
+in-process clock (see harness.core.contracts.client.Clock; the backend's `clock_reads` say which of its
 reads the skew reaches, often none: most clients time their leases with the monotonic
 clock, which is the point), or an external client process's wall clock through the vDSO
 patch, read back with the protocol's `clock` request (workloads/external.py). The
@@ -36,12 +36,12 @@ import threading
 import time
 from typing import Any
 
-from harness.cluster.base import ClockControl, SetsClocksTogether
+from harness.core.contracts.cluster import ClockControl, SetsClocksTogether
 from harness.core.errors import BadArgument
 from harness.core.options import Option, values
 from harness.core.history import Op
 from harness.core.faults import FaultKind
-from nemesis.base import Fault, NemesisContext, complete
+from harness.core.contracts.nemesis import Fault, NemesisContext, complete
 
 TOLERANCE_S = 0.5
 COARSE_CLOCKS = {"etcd": 1.0}  # etcd's only clock read-back is the 1 s HTTP Date header

@@ -16,12 +16,12 @@ import random
 from typing import Any
 
 from harness.cluster import grudge as G
-from harness.cluster.base import NetworkControl, client_host
+from harness.core.contracts.cluster import NetworkControl, client_host
 from harness.core.errors import BadArgument
 from harness.core.faults import FaultKind
 from harness.core.options import Option, values
 from harness.core.history import Op, begins_hold, ends_hold
-from nemesis.base import Fault, NemesisContext, complete
+from harness.core.contracts.nemesis import Fault, NemesisContext, complete
 
 
 SHAPES = ("one", "halves", "random-halves", "majorities-ring", "bridge")

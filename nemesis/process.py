@@ -15,13 +15,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from harness.cluster.base import HasLeader, ProcessControl
+from harness.core.contracts.cluster import HasLeader, ProcessControl
 from harness.cluster.kinds import server_kind
 from harness.core.errors import BadArgument
 from harness.core.faults import FaultKind
 from harness.core.options import Option, values
 from harness.core.history import NEMESIS, Holders, Op
-from nemesis.base import Fault, NemesisContext, Planned, complete
+from harness.core.contracts.nemesis import Fault, NemesisContext, Planned, complete
 
 
 

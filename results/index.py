@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-from harness.checker.base import verdict_word
+from harness.core.contracts.checker import verdict_word
 from harness.core.errors import BadArgument
 from harness.core.safefile import open_inside, write_atomic
 from results.svg import esc

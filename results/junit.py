@@ -1,7 +1,7 @@
 """JUnit XML for CI: one <testcase> per verdict, so a pipeline shows what a run found.
 
 A case is {"name", "classname", "valid", "message", "time_s"}. `valid` is read by
-parse_valid (harness/checker/base.py): true passes; false becomes a <failure> (a violation
+parse_valid (harness/core/contracts/checker.py): true passes; false becomes a <failure> (a violation
 was found); "unknown", and anything that is not a verdict ("False", "maybe", "", 1, None),
 becomes an <error>, because what could not be decided has not passed (a verdict is never
 rounded up to True). The XML is built with ElementTree, which escapes markup, and
@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.checker.base import parse_valid
+from harness.core.contracts.checker import parse_valid
 from harness.core.safefile import atomic_open
 
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

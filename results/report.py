@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 from harness.core.history import Op
 from results import charts
-from harness.checker.base import verdict_word
+from harness.core.contracts.checker import verdict_word
 from results.svg import esc, show
 
 LOG_TAIL_LINES = 12

@@ -58,10 +58,10 @@ import time
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
-from harness.cluster.base import Node
+from harness.core.contracts.cluster import Node
 from harness.core.errors import LockLost, NotAcquired
 from harness.core.options import Option, values
-from workloads.base import DRIFT_FACTOR, Clock, Lease, unique_value
+from harness.core.contracts.client import DRIFT_FACTOR, Clock, Lease, unique_value
 from workloads.renewal import Renewals
 
 

@@ -49,14 +49,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from harness.cluster.base import Node
+from harness.core.contracts.cluster import Node
 from harness.cluster.containment import PROCS_ENV, RunCgroup
 from harness.cluster.kinds import KINDS
 from harness.core.errors import BadArgument, LockLost, NotAcquired
 from harness.core.interrupts import die_with_parent
 from harness.core.options import Option, values
 from harness.core.outputcap import CappedLog, pump
-from workloads.base import Clock, Lease
+from harness.core.contracts.client import Clock, Lease
 
 MARGIN_S = 2.0  # on top of an op's own timeout before the client counts as hung
 MAX_LINE = 1 << 20  # longest reply line a client may write

@@ -50,10 +50,10 @@ from typing import Any, Mapping, Sequence
 
 import redis
 
-from harness.cluster.base import Node
+from harness.core.contracts.cluster import Node
 from harness.core.errors import LockLost, NotAcquired
 from harness.core.options import Option, values
-from workloads.base import Clock, Lease, node_timeout
+from harness.core.contracts.client import Clock, Lease, node_timeout
 
 
 class _SetTimed(redis.Redis):

@@ -18,10 +18,10 @@ from typing import Any, Mapping, Sequence
 
 import redis
 
-from harness.cluster.base import Node
+from harness.core.contracts.cluster import Node
 from harness.core.errors import NotAcquired
 from harness.core.options import Option, values
-from workloads.base import DRIFT_FACTOR, Clock, Lease, node_timeout, retry_delay, unique_value
+from harness.core.contracts.client import DRIFT_FACTOR, Clock, Lease, node_timeout, retry_delay, unique_value
 from workloads.redis_common import RELEASE, RENEW, connect
 
 

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from workloads.base import Lease
+from harness.core.contracts.client import Lease
 
 
 @dataclass(slots=True)

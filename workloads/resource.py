@@ -9,7 +9,7 @@ Without fencing the token is ignored and the last writer wins.
 
 from __future__ import annotations
 
-from harness.cluster.base import Node
+from harness.core.contracts.cluster import Node
 from harness.cluster.valkey import connect
 
 STALE = "stale-token"

@@ -61,11 +61,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from harness.cluster.base import Node
+from harness.core.contracts.cluster import Node
 from harness.core.errors import NotAcquired
 from harness.cluster.zookeeper import TICK_MS
 from harness.core.options import Option, values
-from workloads.base import Clock, Lease, unique_value
+from harness.core.contracts.client import Clock, Lease, unique_value
 
 ROOT = "/chaoslock"
 _SEQ = re.compile(r"^lock-([0-9a-f]{32})-(\d{10})$")

@@ -17,9 +17,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the chaoslock checkout
 
 from harness.core import plugins  # noqa: E402
-from harness.cluster.base import Node  # noqa: E402
+from harness.core.contracts.cluster import Node  # noqa: E402
 from harness.core.errors import LockLost, NotAcquired  # noqa: E402
-from workloads.base import StillHeld  # noqa: E402
+from harness.core.contracts.client import StillHeld  # noqa: E402
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
 """Checkers: pure functions from a history to a CheckResult (True, False or "unknown")."""
 
-from harness.checker.base import CheckResult, Checker, merge_valid, safe_check
+from harness.core.contracts.checker import CheckResult, Checker, merge_valid, safe_check
 
 __all__ = ["CheckResult", "Checker", "merge_valid", "safe_check"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from harness.checker.base import CheckResult, merge_valid
+from harness.core.contracts.checker import CheckResult, merge_valid
 from harness.core.history import NEMESIS, Op
 
 COUNTER = ":counter"

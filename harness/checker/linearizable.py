@@ -56,7 +56,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from harness.checker.base import UNKNOWN, CheckResult, Valid, merge_valid
+from harness.core.contracts.checker import UNKNOWN, CheckResult, Valid, merge_valid
 from harness.checker.models import ANY, KEEP, MODELS, Model, compiler, doomed, needs
 from harness.core.errors import BadArgument
 from harness.core.history import Op, pair_ops

@@ -21,7 +21,7 @@ import bisect
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from harness.checker.base import CheckResult
+from harness.core.contracts.checker import CheckResult
 from harness.checker.causes import Attribution, by_cause
 from harness.core.history import NEMESIS, Op, begins_hold, ends_hold, pair_ops
 

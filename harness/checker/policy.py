@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.checker.base import UNKNOWN, CheckResult, merge_valid, safe_check
+from harness.core.contracts.checker import UNKNOWN, CheckResult, merge_valid, safe_check
 from harness.checker.keys import per_key
 from harness.checker.linearizable import LinearizableChecker
 from harness.checker.properties import check_reentrancy

@@ -24,7 +24,7 @@ import bisect
 from collections import Counter
 from typing import Any, Sequence
 
-from harness.checker.base import CheckResult
+from harness.core.contracts.checker import CheckResult
 from harness.core.history import NEMESIS, Op, pair_ops
 
 MARGIN_MS = 5.0

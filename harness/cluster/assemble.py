@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.cluster.base import Cluster
+from harness.core.contracts.cluster import Cluster
 from harness.cluster.kinds import faketime_moves, node_names, server_kind, servers_of
 from harness.cluster.provider import Group
 from harness.cluster.local import local_cluster

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from harness.core.outputcap import copy_capped
-from harness.cluster.base import Node, check_run_id
+from harness.core.contracts.cluster import Node, check_run_id
 from harness.cluster.compose_file import (
     BRIDGE, CLIENT_OFFSET, FAKETIME_LIB, GROUPS, NET, PEER_PORTS, PORTS, PROJECT, RUN_LABEL, TOPOLOGY,
     Server, document, group, image, render)
@@ -312,7 +312,7 @@ def remove_run(run_id: str) -> list[str]:
 
 def leftover_runs() -> set[str]:
     """Run ids that label a container or network (for `chaos cluster down --all`)."""
-    from harness.cluster.base import RUN_ID
+    from harness.core.contracts.cluster import RUN_ID
 
     if not _engine_answers():
         return set()

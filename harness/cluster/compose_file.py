@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.cluster.base import Node, ServerKind
+from harness.core.contracts.cluster import Node, ServerKind
 
 PROJECT = "chaoslock"
 COMPOSE_FILE = Path(__file__).resolve().parents[2] / "compose" / "docker-compose.yml"

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.cluster.base import RUN_ID, check_run_id
+from harness.core.contracts.cluster import RUN_ID, check_run_id
 
 MECHANISMS = ("cgroup2", "freezer", "pids")
 PARTS = ("servers", "clients")

@@ -34,7 +34,7 @@ import urllib.request
 from pathlib import Path
 from typing import Sequence
 
-from harness.cluster.base import Node
+from harness.core.contracts.cluster import Node
 from harness.core.errors import MissingDependency
 
 # Failure detection tuned for chaos tests on a 2-core host: a leader is suspected after

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from harness.cluster.base import ServerKind
+from harness.core.contracts.cluster import ServerKind
 from harness.core import plugins
 from harness.core.errors import BadArgument
 from harness.core.facts import clock_expiry

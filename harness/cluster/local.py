@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from harness.cluster.base import Node, ProcState, check_run_id
+from harness.core.contracts.cluster import Node, ProcState, check_run_id
 from harness.cluster.provider import (FAKETIME_LIB, RUN_ENV, Group, ServerCluster, clock_method, set_node_clock)
 from harness.core.errors import BadArgument, ClusterError, MissingDependency, PortInUse
 from harness.core.interrupts import quiet_group, shielded

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from typing import IO, Iterable, Mapping
 
-from harness.cluster.base import RUN_ID, check_run_id
+from harness.core.contracts.cluster import RUN_ID, check_run_id
 from harness.core.errors import BadArgument, ChaosError, ClusterError, NemesisError
 from harness.core.interrupts import quiet_group, shielded
 

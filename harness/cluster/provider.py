@@ -3,7 +3,7 @@ its cgroup, and `ServerCluster`, the base of the local, compose and ssh provider
 nodes, where clients run, readiness, server logs and clock read-back).
 
 A provider is one module that subclasses ServerCluster and implements the Protocols of
-harness/cluster/base.py it really supports (docs/extending.md).
+harness/core/contracts/cluster.py it really supports (docs/extending.md).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from harness.cluster.base import ClientPlace, CountsRequests, Node, ServerKind, check_run_id, client_hosts, node_named
+from harness.core.contracts.cluster import ClientPlace, CountsRequests, Node, ServerKind, check_run_id, client_hosts, node_named
 from harness.cluster.containment import RunCgroup, existing as existing_cgroups
 from harness.core.errors import BadArgument, ClusterError
 from harness.core.interrupts import deferred

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from harness.cluster import containment
-from harness.cluster.base import RUN_ID, check_run_id
+from harness.core.contracts.cluster import RUN_ID, check_run_id
 from harness.cluster.provider import RUN_ENV, state_root
 from harness.cluster.local import remove_faketime_files
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from harness.cluster.base import ClientPlace, Node, check_run_id
+from harness.core.contracts.cluster import ClientPlace, Node, check_run_id
 from harness.cluster.provider import FAKETIME_LIB, RUN_ENV, Group, ServerCluster
 from harness.core.errors import BadArgument, ClusterError, MissingDependency
 from harness.core.interrupts import quiet_group, shielded

@@ -16,7 +16,7 @@ from typing import Sequence
 
 import redis
 
-from harness.cluster.base import Node
+from harness.core.contracts.cluster import Node
 from harness.core.errors import MissingDependency
 
 

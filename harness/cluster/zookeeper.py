@@ -27,7 +27,7 @@ import time
 from datetime import datetime
 from typing import Callable, Sequence
 
-from harness.cluster.base import Node
+from harness.core.contracts.cluster import Node
 from harness.core.errors import MissingDependency
 
 JAR = "/usr/share/java/zookeeper.jar"

@@ -24,7 +24,7 @@ from harness.core.errors import EXIT_BAD_ARGS, EXIT_CRASH, EXIT_INVALID, EXIT_UN
 
 def exit_code(valid) -> int:
     """0, 1 or 2 for a verdict as stored (parse_valid: anything unrecognised is unknown)."""
-    from harness.checker.base import parse_valid
+    from harness.core.contracts.checker import parse_valid
 
     v = parse_valid(valid)
     if v is True:
@@ -48,7 +48,7 @@ def verdict_text(s: dict, *, interrupted_by: int | None = None) -> str:
     """The verdict of a summary in words; its last line is the exit code of the command that
     prints it: the verdict's, or for a run ended by a signal (`interrupted_by`) 130 or 143,
     saying so. (`chaos check` of a stored interrupted run was not interrupted itself.)"""
-    from harness.checker.base import verdict_word
+    from harness.core.contracts.checker import verdict_word
 
     v = s.get("valid")
     head = verdict_word(v)
@@ -230,7 +230,7 @@ def check(path, model, time_limit, as_json):
     from pathlib import Path
 
     from harness.engine.analysis import read_outcome
-    from harness.checker.base import safe_check
+    from harness.core.contracts.checker import safe_check
     from harness.checker.policy import summarize, verdicts
     from results.store import load_run
 
@@ -241,7 +241,7 @@ def check(path, model, time_limit, as_json):
     if model:
         from harness.checker.linearizable import LinearizableChecker
 
-        from harness.checker.base import parse_valid
+        from harness.core.contracts.checker import parse_valid
 
         r = safe_check(LinearizableChecker(model, time_limit=time_limit), spec, history, name=model)
         out = r.to_dict()

@@ -18,7 +18,7 @@ from typing import Callable
 import click
 
 from harness.commands.cliargs import Seconds, check_writable_dir
-from harness.checker.base import UNKNOWN, parse_valid
+from harness.core.contracts.checker import UNKNOWN, parse_valid
 from harness.core.errors import EXIT_UNKNOWN, BadArgument
 
 FAULTS = {"pause-holder": "pause_multiple", "clock-skew": "clock_jump"}

@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Sequence
 
 import click
 
-from harness.checker.base import CRASH, UNSUPPORTED, parse_valid, parse_verdict, recognised, verdict_word
+from harness.core.contracts.checker import CRASH, UNSUPPORTED, parse_valid, parse_verdict, recognised, verdict_word
 from harness.checker.lock import holding_windows
 from harness.commands.cliargs import CLUSTERS, Seconds, check_writable_dir, ssh_options, ssh_settings
 from harness.core.errors import BadArgument, BadHistory

@@ -6,7 +6,7 @@ package's pyproject.toml:
     [project.entry-points."chaoslock.backends"]
     mylock = "mypkg.lock:MyLockClient"
 
-The class must implement workloads.base.LockClient, take `(options, clock)` and declare
+The class must implement harness.core.contracts.client.LockClient, take `(options, clock)` and declare
 `servers = (kind, count)` for the cluster it needs ("valkey", "etcd" or "zookeeper").
 Nemeses register the same way under "chaoslock.nemeses".
 """
@@ -72,7 +72,7 @@ def backend_class(name: str):
 
 def servers_of(backend: str, options) -> tuple[str, int]:
     """(kind, count) of a backend's lock service: its `servers`, or what its options choose
-    (a class with `servers_for(options)`, workloads.base.ChoosesServers: an external client's
+    (a class with `servers_for(options)`, harness.core.contracts.client.ChoosesServers: an external client's
     --servers)."""
     cls = backend_class(backend)
     choose = getattr(cls, "servers_for", None)

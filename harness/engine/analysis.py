@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.checker.base import UNKNOWN
+from harness.core.contracts.checker import UNKNOWN
 from harness.checker.policy import summarize, verdicts
 from harness.core.history import read_history
 from results import store

@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from nemesis.base import Fault, Nemesis, Planned, Reactive
+from harness.core.contracts.nemesis import Fault, Nemesis, Planned, Reactive
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

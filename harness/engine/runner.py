@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.core import faults, interrupts, plugins
 from harness.cluster.assemble import make_cluster, preflight
-from harness.cluster.base import Cluster
+from harness.core.contracts.cluster import Cluster
 from harness.core.facts import service_facts
 from harness.engine.generator import Context, FaultSchedule, Pending
 from harness.core.history import NEMESIS, Holders, HistoryWriter, Op, now_ns
@@ -25,7 +25,8 @@ from harness.core.progress import Progress
 from harness.core.options import cluster_option, values
 from harness.core.spec import TestSpec
 from harness.engine.worker import DONE, FAILED, MAX_OPS_PER_S, READY, THROTTLED, Workers
-from nemesis.base import Combined, NemesisContext, Planned
+from harness.core.contracts.nemesis import NemesisContext, Planned
+from nemesis.base import Combined
 from results import store
 
 DRAIN_BUDGET_S = 0.05  # longest the runner records at a stretch before it looks at the schedule again
@@ -221,7 +222,7 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
     store.write_json(run_dir / OUTCOME, outcome)
     if "clock-skew" in spec.nemesis and not Combined(nemeses).moves_server_clocks(spec):
         # What an in-process client clock skew can reach in this backend (often nothing).
-        from workloads.base import ReadsWallClock
+        from harness.core.contracts.client import ReadsWallClock
 
         client = plugins.backend_class(spec.backend)(spec.options, None)
         timings["client_clock_reads"] = list(client.clock_reads if isinstance(client, ReadsWallClock) else ()) or \

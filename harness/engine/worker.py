@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.cluster.base import Cluster
+from harness.core.contracts.cluster import Cluster
 from harness.core.errors import ClusterError, NotAcquired
 from harness.core.history import begins_hold, ends_hold, now_ns
 from harness.core.interrupts import die_with_parent
@@ -183,7 +183,7 @@ def _work(args: WorkerArgs, queue, stop, go) -> None:
 
         enter_netns(args.netns)
     from harness.core import plugins
-    from workloads.base import Clock
+    from harness.core.contracts.client import Clock
     from workloads.resource import FencedCounter
 
     spec = args.spec
@@ -365,7 +365,7 @@ def still_held(client, lease) -> bool:
     """The client's own belief (watchdog, session state); True when it has no opinion."""
     has = _HAS_OPINION.get(type(client))
     if has is None:  # a Protocol check costs as much as a redis call: once per class
-        from workloads.base import StillHeld
+        from harness.core.contracts.client import StillHeld
 
         has = _HAS_OPINION[type(client)] = isinstance(client, StillHeld)
     return bool(client.still_held(lease)) if has else True

@@ -11,7 +11,7 @@ import pytest
 
 from harness.cluster import timewarp
 from tests.conftest import ROOT, chaos, eventually, installed
-from workloads.base import Clock
+from harness.core.contracts.client import Clock
 from workloads.external import ClientBroke, ExternalClient, reference_client
 
 pytestmark = [pytest.mark.integration,

@@ -17,7 +17,7 @@ from tests.conftest import installed  # noqa: E402
 
 from harness.cluster import compose as C  # noqa: E402
 from harness.cluster import compose_file as F  # noqa: E402
-from harness.cluster.base import ClockControl, Cluster, NetworkControl, ProcessControl  # noqa: E402
+from harness.core.contracts.cluster import ClockControl, Cluster, NetworkControl, ProcessControl  # noqa: E402
 from harness.cluster.kinds import server_kind  # noqa: E402
 from harness.cluster.provider import Group  # noqa: E402
 from harness.cluster.valkey import ValkeyKind  # noqa: E402

@@ -4,7 +4,8 @@ import random
 
 from harness.engine.generator import Context, FaultSchedule, Pending, plan
 from harness.core.history import NEMESIS, Op
-from nemesis.base import Combined, Fault, Noop, Planned, complete
+from harness.core.contracts.nemesis import Fault, Planned, complete
+from nemesis.base import Combined, Noop
 
 
 class FakeTargets:

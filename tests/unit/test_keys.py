@@ -77,7 +77,7 @@ def test_split_keeps_keyless_ops_in_every_part_and_merge_combines_counts():
     assert all(sum(o.process == NEMESIS for o in p) == 2 for p in parts.values())
     assert lock_key("a:counter") == "a" and lock_key("a") == "a" and lock_key(None) is None
     assert split([o for o in history(False) if o.key in (None, "lk-0", "lk-0:counter")]) is None
-    from harness.checker.base import CheckResult
+    from harness.core.contracts.checker import CheckResult
 
     m = merge({"a": CheckResult(name="x", valid=True, summary={"n": 1, "max_ms": 3.0, "span": [1.0, 2.0],
                                                                   "by": {"c": 1}, "lost": 0}),

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.checker.base import UNKNOWN, safe_check
+from harness.core.contracts.checker import UNKNOWN, safe_check
 from harness.checker.linearizable import MODELS, LinearizableChecker, check_linearizable
 from harness.checker.models import Model
 from harness.core.errors import BadArgument

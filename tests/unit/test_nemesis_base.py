@@ -11,7 +11,8 @@ import pytest
 from harness.core.errors import BadArgument
 from harness.core.history import NEMESIS, Op
 from harness.core.faults import fault_intervals
-from nemesis.base import Combined, Fault, NemesisContext, Noop, Planned, complete
+from harness.core.contracts.nemesis import Fault, NemesisContext, Planned, complete
+from nemesis.base import Combined, Noop
 
 
 class Member:

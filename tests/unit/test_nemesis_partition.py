@@ -10,11 +10,11 @@ import random
 
 import pytest
 
-from harness.cluster.base import NetworkControl, Node
+from harness.core.contracts.cluster import NetworkControl, Node
 from harness.core.errors import BadArgument
 from harness.core.history import NEMESIS, Op
 from harness.core.spec import TestSpec
-from nemesis.base import NemesisContext
+from harness.core.contracts.nemesis import NemesisContext
 from nemesis.partition import Partition, PartitionClient
 
 SERVERS = ["n1", "n2", "n3", "n4", "n5"]

@@ -11,7 +11,7 @@ import pytest
 from harness.engine.generator import Context
 from harness.core.history import NEMESIS, Op
 from harness.core.spec import TestSpec
-from nemesis.base import NemesisContext
+from harness.core.contracts.nemesis import NemesisContext
 from nemesis.process import PauseHolder
 
 TTL_MS = 1000

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.checker.policy import summarize, verdicts
-from harness.checker.base import CheckResult
+from harness.core.contracts.checker import CheckResult
 from harness.checker.lock import check_mutex, check_stats, check_writes
 from harness.core.history import NEMESIS, Op
 from harness.core.spec import TestSpec

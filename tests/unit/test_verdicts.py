@@ -1,4 +1,4 @@
-"""One strict reader of stored verdicts (harness/checker/base.py parse_verdict): what chaoslock
+"""One strict reader of stored verdicts (harness/core/contracts/checker.py parse_verdict): what chaoslock
 writes is read as written, everything else is "unknown", so nothing unproven reads as valid:
 not in the matrix, its recheck, JUnit, reproduce's tables, the compare page or `chaos check`."""
 
@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from harness.checker.base import UNKNOWN, merge_valid, parse_valid, parse_verdict, recognised, verdict_csv, verdict_word
+from harness.core.contracts.checker import UNKNOWN, merge_valid, parse_valid, parse_verdict, recognised, verdict_csv, verdict_word
 from results.junit import write_junit
 
 ODD = ["False", "True", "TRUE", "maybe", "", " true", "1", "0", "yes", "no", None, 1, 0, 1.0, 2, [], {}, "VALID"]

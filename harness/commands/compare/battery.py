@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from harness.checker.base import UNKNOWN, parse_valid
+from harness.core.contracts.checker import UNKNOWN, parse_valid
 from harness.core.history import NEMESIS, Op, pair_ops, read_history
 from harness.core.spec import TestSpec
 
@@ -267,7 +267,7 @@ def measure(backend: str, plan: Plan, store: str, run: Runner = run_probe,
 
 
 def _brief(summary: dict) -> str:
-    from harness.checker.base import verdict_word
+    from harness.core.contracts.checker import verdict_word
 
     return (f"{verdict_word(summary.get('valid'))}, {summary.get('acquires_ok')} acquires, "
             f"{summary.get('violations') or 0} violations")

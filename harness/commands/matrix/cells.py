@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.checker.base import parse_valid, verdict_csv
+from harness.core.contracts.checker import parse_valid, verdict_csv
 from harness.commands.matrix.rows import CSV_FIELDS
 
 

@@ -14,7 +14,7 @@ A cell matches its expectation when:
   either       observed safe, unsafe or unknown (not a crash, not a refusal)
   unsupported  observed unsupported in every run (the harness refuses this cell on purpose
                here; if it starts running, the cell is flagged so its verdict gets looked at)
-A row's `valid` is read by harness/checker/base.py parse_verdict: a word the matrix never
+A row's `valid` is read by harness/core/contracts/checker.py parse_verdict: a word the matrix never
 writes ("False", "maybe", "") is "unknown", so it never makes a cell safe, and a cell with
 such a row matches no expectation, not even "either" (a row nobody can read proves nothing).
 rejudge stores the word read in `valid` and what was there in `stored_valid`.
@@ -23,7 +23,7 @@ Pure: rows in (one per run, with its `valid` string), judged cells out; renderin
 
 from __future__ import annotations
 
-from harness.checker.base import recognised, verdict_csv
+from harness.core.contracts.checker import recognised, verdict_csv
 from harness.commands.matrix.expectations import Expectations
 
 

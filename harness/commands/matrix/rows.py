@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from harness.checker.base import recognised
+from harness.core.contracts.checker import recognised
 from harness.core.errors import BadArgument
 
 CSV_FIELDS = ("backend", "nemesis", "fencing", "seed", "valid", "violations", "stale_writes_accepted",

@@ -16,7 +16,7 @@ from harness.cluster.local import LocalCluster
 from harness.cluster.reaper import proc_state
 from harness.core.history import Op, now_ns
 from harness.core.spec import TestSpec
-from nemesis.base import NemesisContext
+from harness.core.contracts.nemesis import NemesisContext
 from tests.conftest import chaos, eventually, need_root_netns
 
 _NO_NETNS = need_root_netns()

@@ -11,7 +11,7 @@ import uuid
 import redis
 
 from harness.core.errors import LockLost, NotAcquired
-from workloads.base import Lease
+from harness.core.contracts.client import Lease
 
 RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
 RENEW = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0"

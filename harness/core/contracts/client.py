@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
-from harness.cluster.base import Node
+from harness.core.contracts.cluster import Node
 from harness.core.errors import LockLost, NotAcquired
 from harness.core.options import Option
 

@@ -1,0 +1,118 @@
+"""The Nemesis contract: what a nemesis is, the ops it plans and the context it gets.
+
+A nemesis turns an invoke op (process "nemesis", f naming the fault) into a completion:
+`ok` when the fault verifiably took effect (its value says what was measured), `info`
+when it may have partly happened. It declares the fs it handles, and it plans its own
+faults: `next_fault(rng)` returns the op that starts one fault and the op that heals it,
+drawn only from the rng, so the same seed gives the same schedule (see generator.py).
+
+`teardown()` must heal everything the nemesis ever did, even after an error, and must be
+safe to call twice. `invoke` must not sleep for the length of a fault: the generator
+decides when the healing op runs.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, runtime_checkable
+
+from harness.core.contracts.cluster import Cluster
+from harness.core.faults import FaultKind
+from harness.core.history import Op, now_ns
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fault:
+    start: tuple[str, Any]  # (f, value) of the op that starts the fault
+    stop: tuple[str, Any] | None  # (f, value) of the op that heals it
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Planned:
+    """An op the schedule will run: at `at` seconds after the workload started."""
+
+    at: float
+    f: str
+    value: Any
+    phase: str  # "fault" | "heal" | "final"
+
+
+@runtime_checkable
+class Clients(Protocol):
+    """What a nemesis may do to the client workers (harness.engine.worker.Workers): stop and
+    continue one (index 0..concurrency-1), ask whether it holds the lock, skew its
+    in-process wall clock. `paused` is the set of indexes stopped now."""
+
+    paused: set[int]
+
+    def pause(self, index: int, wait_s: float = 1.0) -> bool:
+        """SIGSTOP it and wait until the kernel says it stopped; False if it did not."""
+
+    def resume(self, index: int) -> None: ...
+
+    def holding_lock(self, index: int) -> bool: ...
+
+    def set_clock(self, index: int, offset_s: float) -> None: ...
+
+    def clock_offset(self, index: int) -> float: ...
+
+
+@dataclass(slots=True, kw_only=True)
+class NemesisContext:
+    """What a nemesis may touch: the spec, the cluster (ask it for capabilities with
+    isinstance), and the client workers."""
+
+    spec: Any  # TestSpec
+    cluster: Cluster
+    workers: Clients | None = None
+    extra: dict = field(default_factory=dict)
+
+    def lock_node_names(self) -> list[str]:
+        return [n.name for n in self.cluster.nodes if n.role == "lock"]
+
+
+@runtime_checkable
+class Nemesis(Protocol):
+    """A fault injector. Constructed with no arguments; `setup` receives everything it may
+    touch and must refuse (BadArgument) a cluster that lacks a capability it needs, asked
+    with isinstance on the capability Protocols of harness/core/contracts/cluster.py, never by
+    provider name. It declares the options it reads in `OPTIONS`."""
+
+    name: str
+    fs: frozenset[str]  # the op fs it handles (Combined routes by them)
+    # Its kinds of fault, for readers of the history (harness/core/faults.py): the op that starts
+    # each, the op that heals it, whom its value names, the causes it can explain. The runner
+    # records them into the run's facts, so checkers never load this code.
+    FAULTS: tuple[FaultKind, ...]
+
+    def setup(self, ctx: NemesisContext) -> None: ...
+
+    def next_fault(self, rng: random.Random) -> Fault | None: ...
+
+    def heal_ops(self) -> list[tuple[str, Any]]: ...
+
+    def invoke(self, op: Op) -> Op: ...
+
+    def teardown(self) -> None: ...
+
+
+@runtime_checkable
+class Reactive(Protocol):
+    """Optional: a nemesis that answers history events (an ok acquire, its own op's
+    completion) with ops of its own. Must be pure and quick: it plans, it does not act."""
+
+    def on_event(self, ctx: Any, event: Op) -> list[Planned]: ...
+
+
+@runtime_checkable
+class MovesServerClocks(Protocol):
+    """Optional: a nemesis whose faults move the servers' clocks in a way that needs the
+    servers started for it (under libfaketime, for kinds it reaches)."""
+
+    def moves_server_clocks(self, spec: Any) -> bool: ...
+
+
+def complete(op: Op, type_: str = "ok", value: Any = None, error: str | None = None) -> Op:
+    """The completion of a nemesis invoke, stamped now."""
+    return replace(op, index=-1, time_ns=now_ns(), type=type_, value=op.value if value is None else value, error=error)
