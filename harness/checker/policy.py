@@ -8,8 +8,9 @@ critical section proved nothing: it is never VALID (`unknown_reason` says why).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from harness.core.contracts.checker import UNKNOWN, CheckResult, merge_valid, safe_check
 from harness.checker.keys import per_key
@@ -19,25 +20,53 @@ from harness.checker.lock import check_mutex, check_stats, check_writes, lease_h
 from harness.core.history import Op
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Entry:
+    """One checker of the registry: its name in results.json, the check (a function of
+    (spec, history) -> CheckResult), and whether its verdict decides the run's."""
+
+    name: str
+    check: Callable[[Any, Sequence[Op]], CheckResult]
+    decides: bool
+
+
+def _linearizable_model(spec: Any) -> Entry:
+    model = "fenced-register" if getattr(spec, "fencing", False) else "register"
+    return Entry(name=f"linearizable-{model}", check=LinearizableChecker(model, time_limit=10.0), decides=True)
+
+
+def _linearizable_mutex(spec: Any) -> Entry:
+    mutex = LinearizableChecker("mutex", time_limit=10.0)
+    return Entry(name="linearizable-mutex", check=lambda spec, h: mutex.check(spec, lease_history(h)),
+                 decides=not getattr(spec, "fencing", False))
+
+
+# The registry: one line per checker, each a function of the spec giving its Entry, or None
+# when the checker does not apply to this run. With fencing on, the question is whether the
+# data stayed safe: mutual exclusion (which fencing cannot give) is reported, not judged.
+REGISTRY: tuple[Callable[[Any], Entry | None], ...] = (
+    lambda spec: Entry(name="mutex", check=per_key(check_mutex), decides=not getattr(spec, "fencing", False)),
+    lambda spec: Entry(name="writes", check=per_key(check_writes), decides=True),
+    lambda spec: Entry(name="stats", check=check_stats, decides=False),
+    _linearizable_mutex,
+    _linearizable_model,
+    lambda spec: Entry(name="reentrancy", check=check_reentrancy, decides=True) if getattr(spec, "reenter", False) else None,
+)
+
+
+def entries(spec: Any) -> list[Entry]:
+    """Every checker that applies to a run, in registry order."""
+    return [e for make in REGISTRY if (e := make(spec)) is not None]
+
+
 def checkers(spec: Any) -> list[tuple[str, Any]]:
     """(name, fn) of every checker a run applies to its own history."""
-    out = [("mutex", per_key(check_mutex)), ("writes", per_key(check_writes)), ("stats", check_stats)]
-    mutex = LinearizableChecker("mutex", time_limit=10.0)
-    out.append(("linearizable-mutex", lambda spec, h: mutex.check(spec, lease_history(h))))
-    model = "fenced-register" if getattr(spec, "fencing", False) else "register"
-    out.append((f"linearizable-{model}", LinearizableChecker(model, time_limit=10.0)))
-    if getattr(spec, "reenter", False):
-        out.append(("reentrancy", check_reentrancy))
-    return out
+    return [(e.name, e.check) for e in entries(spec)]
 
 
 def judged(spec: Any) -> set[str]:
-    """Which checkers decide the verdict. With fencing on, the question is whether the data
-    stayed safe; mutual exclusion (which fencing cannot give) is still reported."""
-    base = {"writes", "linearizable-fenced-register", "linearizable-register", "reentrancy"}
-    if not getattr(spec, "fencing", False):
-        base |= {"mutex", "linearizable-mutex"}
-    return base
+    """Which checkers decide the verdict."""
+    return {e.name for e in entries(spec) if e.decides}
 
 
 def verdicts(spec: Any, history: Sequence[Op]) -> dict[str, CheckResult]:
