@@ -1,6 +1,6 @@
 """Clock faults on servers: jumps forward or back, strobe, and drift.
 
-How a node's clock moves depends on the server (LocalCluster.clock_method): valkey runs
+How a node's clock moves depends on the server (its kind's clock_method): valkey runs
 under libfaketime with its own timestamp file; etcd (Go, which libfaketime cannot reach)
 and ZooKeeper get their wall clock shifted by a vDSO patch (timewarp.py), a plain
 wall-clock skew that leaves their monotonic timers alone. `--option zk_clock=faketime`
@@ -36,6 +36,7 @@ import threading
 import time
 from typing import Any
 
+from harness.cluster.kinds import kind_class
 from harness.core.contracts.cluster import ClockControl, SetsClocksTogether
 from harness.core.errors import BadArgument
 from harness.core.options import Option, values
@@ -44,7 +45,6 @@ from harness.core.faults import FaultKind
 from harness.core.contracts.nemesis import Fault, NemesisContext, complete
 
 TOLERANCE_S = 0.5
-COARSE_CLOCKS = {"etcd": 1.0}  # etcd's only clock read-back is the 1 s HTTP Date header
 MODES = ("bump", "back", "strobe", "drift")
 
 
@@ -186,7 +186,7 @@ class ClockSkew:
 
     def _tolerance(self, name: str) -> float:
         try:
-            return TOLERANCE_S + COARSE_CLOCKS.get(self.cluster.node(name).kind, 0.0)
+            return TOLERANCE_S + kind_class(self.cluster.node(name).kind).clock_read_error_s
         except Exception:  # client targets have no node
             return TOLERANCE_S
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.core.contracts.cluster import Cluster
-from harness.cluster.kinds import faketime_moves, node_names, server_kind, servers_of
+from harness.cluster.kinds import node_names, server_kind, servers_of
 from harness.cluster.provider import Group
 from harness.cluster.local import local_cluster
 from harness.cluster.valkey import ValkeyKind
@@ -24,9 +24,10 @@ def make_cluster(spec: TestSpec, run_id: str, log_dir: Path, nemeses: list) -> C
     # nemeses that move server clocks say so (nemesis.base.MovesServerClocks); asked by duck
     # typing, since a cluster never imports nemesis code
     moves = any(callable(getattr(n, "moves_server_clocks", None)) and n.moves_server_clocks(spec) for n in nemeses)
-    fake = moves and faketime_moves(kind_name, spec.options)
-    lock = Group(kind=server_kind(kind_name, spec.options), names=node_names(kind_name, count),
-                 role="lock", fake_clock=fake)
+    kind = server_kind(kind_name, spec.options)
+    # servers whose clock moves through libfaketime must start under it
+    fake = moves and kind.clock_method == "faketime"
+    lock = Group(kind=kind, names=node_names(kind_name, count), role="lock", fake_clock=fake)
     res = Group(kind=ValkeyKind(), names=("store",), role="store")
     if spec.cluster == "compose":
         from harness.cluster.compose import make_compose_cluster

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from harness.core.contracts.cluster import Node, ServerKind
+from harness.cluster.kinds import KINDS, kind_class, node_names, server_kind
 
 PROJECT = "chaoslock"
 COMPOSE_FILE = Path(__file__).resolve().parents[2] / "compose" / "docker-compose.yml"
@@ -47,17 +48,18 @@ FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 STATE = "/state"  # inside each server container
 CLOCK_FILE, LOG_FILE, DATA_DIR = f"{STATE}/clock", f"{STATE}/server.log", f"{STATE}/data"
 MANUAL_STATE = "/dev/shm/chaoslock-compose"  # the people's file's default for ${CHAOSLOCK_STATE}
-IMAGES = {"valkey": "chaoslock-valkey:9.1.2", "etcd": "chaoslock-etcd:3.4.23",
-          "zookeeper": "chaoslock-zookeeper:3.8.0", "harness": "chaoslock-harness:0.1.0"}
-BINARIES = {"valkey": "valkey-server", "etcd": "etcd", "zookeeper": "java"}  # on each image's PATH
-PORTS = {"valkey": 6379, "zookeeper": 2181, "etcd": 2379}
-PEER_PORTS = {"valkey": (0, 0), "zookeeper": (2888, 3888), "etcd": (2380, 0)}
+HARNESS_IMAGE = "chaoslock-harness:0.1.0"
+# Views of the kinds' own attributes (harness/cluster/kinds.py), by kind name, for compose.py.
+IMAGES = {**{k: kind_class(k).image for k in KINDS}, "harness": HARNESS_IMAGE}
+BINARIES = {k: kind_class(k).binary for k in KINDS}  # on each image's PATH
+PORTS = {k: kind_class(k).default_port for k in KINDS}
+PEER_PORTS = {k: tuple(kind_class(k).peer_ports) for k in KINDS}
 RUN_LABEL = "chaoslock.run"
 
 
 def image(kind: str) -> str:
     """The image a kind's containers run: $CHAOSLOCK_IMAGE_<KIND> if set, else the project's."""
-    return os.environ.get(f"CHAOSLOCK_IMAGE_{kind.upper()}") or IMAGES[kind]
+    return os.environ.get(f"CHAOSLOCK_IMAGE_{kind.upper()}") or (HARNESS_IMAGE if kind == "harness" else kind_class(kind).image)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,15 +75,18 @@ class Server:
 
 
 def _topology() -> dict[str, Server]:
-    out = {"store": Server(name="store", kind="valkey", ordinal=1, ip=str(NET[10]))}
-    for kind, prefix, base, count in (("valkey", "n", 10, 5), ("zookeeper", "z", 20, 3), ("etcd", "e", 30, 3)):
-        for i in range(1, count + 1):
-            out[f"{prefix}{i}"] = Server(name=f"{prefix}{i}", kind=kind, ordinal=i, ip=str(NET[base + i]))
-    return out
+    """The store, and each kind's servers at the host numbers it names (`compose_hosts`), in
+    address order."""
+    servers = [Server(name="store", kind="valkey", ordinal=1, ip=str(NET[10]))]
+    for k in KINDS:
+        hosts = kind_class(k).compose_hosts
+        servers += [Server(name=name, kind=k, ordinal=i, ip=str(NET[h]))
+                    for i, (name, h) in enumerate(zip(node_names(k, len(hosts)), hosts), 1)]
+    return {s.name: s for s in sorted(servers, key=lambda s: ipaddress.ip_address(s.ip))}
 
 
 TOPOLOGY = _topology()
-GROUPS = {"valkey": ("n1", "n2", "n3", "n4", "n5"), "zookeeper": ("z1", "z2", "z3"), "etcd": ("e1", "e2", "e3")}
+GROUPS = {k: tuple(s.name for s in TOPOLOGY.values() if s.kind == k and s.name != "store") for k in KINDS}
 
 
 def group(kind: str) -> list[Server]:
@@ -91,8 +96,9 @@ def group(kind: str) -> list[Server]:
 
 def container_node(s: Server, *, role: str = "lock", fake_clock: bool = False) -> Node:
     """The server as its own container sees it: its address, ports and paths under /state."""
-    peer, election = PEER_PORTS[s.kind]
-    return Node(name=s.name, kind=s.kind, role=role, host=s.ip, port=PORTS[s.kind], peer_port=peer,
+    kind = kind_class(s.kind)
+    peer, election = kind.peer_ports
+    return Node(name=s.name, kind=s.kind, role=role, host=s.ip, port=kind.default_port, peer_port=peer,
                 election_port=election, data_dir=DATA_DIR, log_path=LOG_FILE,
                 clock_file=CLOCK_FILE if fake_clock else None, ordinal=s.ordinal)
 
@@ -101,29 +107,23 @@ def command(kind: ServerKind, s: Server, peers: Sequence[Server]) -> list[str]:
     """`sh -c` that prepares the node's config in /state and execs the local provider's argv,
     its output into /state/server.log (where the harness reads it)."""
     me, others = container_node(s), [container_node(p) for p in peers]
-    argv = kind.argv(me, others, binary=BINARIES[s.kind])
+    argv = kind.argv(me, others, binary=kind.binary)
     if "--proc-title-template" in argv:  # names a host run dir, which a container has not
         i = argv.index("--proc-title-template")
         del argv[i:i + 2]
     prep = [f"mkdir -p {DATA_DIR}"]
-    if s.kind == "zookeeper":
-        from harness.cluster.zookeeper import zoo_cfg
-
-        prep += [f"printf %s {shlex.quote(zoo_cfg(me, others))} > {DATA_DIR}/zoo.cfg",
-                 f"echo {s.ordinal} > {DATA_DIR}/myid"]
-    elif s.kind == "etcd":
-        prep.append(f"chmod 700 {DATA_DIR}")
+    for name, text in kind.config_files(me, others).items():
+        if "\n" in text.rstrip("\n") or not text.endswith("\n"):
+            prep.append(f"printf %s {shlex.quote(text)} > {DATA_DIR}/{name}")
+        else:  # one line, as the file's reader sees it in `docker inspect`
+            prep.append(f"echo {shlex.quote(text[:-1])} > {DATA_DIR}/{name}")
+    if kind.data_dir_mode is not None:
+        prep.append(f"chmod {kind.data_dir_mode:o} {DATA_DIR}")
     return ["sh", "-c", " && ".join(prep) + f" && exec {shlex.join(argv)} >>{LOG_FILE} 2>&1"]
 
 
-def _health(s: Server) -> dict:
-    probe = {"valkey": ("PING\\r\\n", 7, "PONG"), "zookeeper": ("srvr", 4096, "Mode:")}  # ZooKeeper then closes
-    if s.kind == "etcd":
-        test = ["CMD", "etcdctl", f"--endpoints=http://{s.ip}:2379", "endpoint", "health"]
-    else:
-        send, size, want = probe[s.kind]
-        test = ["CMD", "bash", "-c", f"exec 3<>/dev/tcp/{s.ip}/{PORTS[s.kind]} && printf '{send}' >&3 && "
-                f"timeout 2 head -c {size} <&3 | grep -q '{want}'"]
+def _health(s: Server, kind: ServerKind) -> dict:
+    test = ["CMD", *(a.format(host=s.ip, port=kind.default_port) for a in kind.health)]
     return {"test": test, "interval": "1s", "timeout": "3s", "retries": 60}
 
 
@@ -136,7 +136,7 @@ def _service(s: Server, kind: ServerKind, peers: Sequence[Server], *, run: str, 
     if faketime is not None and s.name != "store":  # the store is never faulted
         svc["environment"] = {"LD_PRELOAD": faketime, "FAKETIME_TIMESTAMP_FILE": CLOCK_FILE, "FAKETIME_NO_CACHE": "1"}
     if healthcheck:
-        svc["healthcheck"] = _health(s)
+        svc["healthcheck"] = _health(s, kind)
     return svc
 
 
@@ -167,8 +167,6 @@ def document(servers: Sequence[tuple[Server, ServerKind]] | None = None, *, run:
     own file has neither (the provider probes readiness itself, and faster). `faketime`
     is LD_PRELOAD for the lock servers (None: no libfaketime)."""
     if servers is None:
-        from harness.cluster.kinds import server_kind
-
         servers = [(s, server_kind(s.kind)) for s in TOPOLOGY.values()]
     by_kind: dict[str, list[Server]] = {}
     for s, _ in servers:

@@ -15,9 +15,9 @@ What this module measures, and how:
   * read_clock: etcd has no time API. Go's net/http stamps every response with a `Date`
     header from time.Now() of the serving process, in whole seconds. See read_clock.
 
-libfaketime does not reach etcd (Go reads the clock through the vDSO), so `fakes_clock` is
-False; the clock nemesis moves an etcd server's wall clock by patching its vDSO instead
-(harness/cluster/timewarp.py, LocalCluster.clock_method).
+libfaketime does not reach etcd (Go reads the clock through the vDSO), so its only
+`clock_methods` is "timewarp": the clock nemesis moves an etcd server's wall clock by
+patching its vDSO (harness/cluster/timewarp.py, provider.clock_method).
 
 Never mutates the cluster: probes are reads. No process handling (the provider owns it).
 """
@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import email.utils
 import json
-import os
 import shutil
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from harness.core.contracts.cluster import Node
 from harness.core.errors import MissingDependency
@@ -201,8 +200,23 @@ class EtcdKind:
     """
 
     name = "etcd"
+    prefix = "e"
     default_port = 2379
-    fakes_clock = False
+    peer_ports = (2380, 0)
+    binary = "etcd"
+    image = "chaoslock-etcd:3.4.23"
+    compose_hosts = range(31, 34)
+    health = ("etcdctl", "--endpoints=http://{host}:{port}", "endpoint", "health")
+    debs = ("etcd-server",)
+    host_check = "command -v etcd"
+    strip_env = ("ETCD_",)  # etcd reads every ETCD_* variable as a flag
+    data_dir_mode = 0o700  # etcd 3.4 warns (and 3.5 refuses) otherwise
+    clock_methods = ("timewarp",)  # Go reads the time through the vDSO, out of libfaketime's reach
+    clock_method = "timewarp"
+    clock_expiry = False  # leases run on the monotonic clock
+    clock_read_error_s = 1.0  # its only clock read-back is the 1 s HTTP Date header
+    persists = True
+    sessions = True  # a lock is a key attached to the client's lease
 
     def leader(self, nodes: Sequence[Node]) -> str | None:
         return leader(nodes)
@@ -210,13 +224,15 @@ class EtcdKind:
     def __init__(self, pre_vote: bool = False):
         self.pre_vote = pre_vote
 
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> EtcdKind:
+        return cls()
+
     def check_installed(self) -> None:
         etcd_binary()
 
-    def prepare(self, node: Node, peers: Sequence[Node]) -> None:
-        # etcd creates the rest; an existing member dir is what makes a restart rejoin.
-        os.makedirs(node.data_dir, exist_ok=True)
-        os.chmod(node.data_dir, 0o700)  # etcd 3.4 warns (and 3.5 refuses) otherwise
+    def config_files(self, node: Node, peers: Sequence[Node]) -> dict[str, str]:
+        return {}  # etcd creates the rest; an existing member dir is what makes a restart rejoin
 
     def argv(self, node: Node, peers: Sequence[Node], binary: str | None = None) -> list[str]:
         initial = ",".join(f"{p.name}={peer_url(p)}" for p in peers)

@@ -1,48 +1,42 @@
-"""The server-kind registry: which ServerKind runs "valkey", "etcd" or "zookeeper".
+"""The server-kind registry: one line per kind, its name and the class that knows it.
 
-A backend names the kind it needs in `servers = (kind, count)`; every provider asks here
-for the object that knows that kind's argv, configs, readiness and clock read-back, so no
-provider imports another's assembly code. Node names are the kind's prefix and an ordinal
-(n1..n5, e1..e3, z1..z3).
+A backend names the kind it needs in `servers = (kind, count)`; every provider asks here for
+the ServerKind of that name and reads all it needs from it (node names, packages, image,
+ports, argv, configs, readiness, how its clock moves), so no provider keeps a table per kind
+and a new kind is its own module plus one line in `KINDS` (docs/extending.md). Classes are
+named as "module:Class" strings and imported on first use, as the backends are
+(harness/core/plugins.py): a run loads only the kinds it runs.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Mapping
 
 from harness.core.contracts.cluster import ServerKind
 from harness.core import plugins
 from harness.core.errors import BadArgument
-from harness.core.facts import clock_expiry
-from harness.core.options import cluster_option
 
-KINDS = ("valkey", "etcd", "zookeeper")
-PREFIX = {"valkey": "n", "etcd": "e", "zookeeper": "z"}
+KINDS: dict[str, str] = {
+    "valkey": "harness.cluster.valkey:ValkeyKind",
+    "etcd": "harness.cluster.etcd:EtcdKind",
+    "zookeeper": "harness.cluster.zookeeper:ZooKeeperKind",
+}
+
+
+def kind_class(name: str) -> type:
+    """The ServerKind class registered as `name`, for its class attributes (prefix, image...)."""
+    try:
+        module, _, cls = KINDS[name].partition(":")
+    except (KeyError, TypeError):
+        raise BadArgument(f"unknown server kind {name!r}; a backend's `servers` must name one of: "
+                          f"{', '.join(KINDS)}") from None
+    return getattr(importlib.import_module(module), cls)
 
 
 def server_kind(name: str, options: Mapping[str, Any] | None = None) -> ServerKind:
-    """The ServerKind called `name`, configured by the run's cluster options (appendonly)."""
-    if name == "valkey":
-        from harness.cluster.valkey import ValkeyKind
-
-        return ValkeyKind(appendonly=cluster_option(options or {}, "appendonly"))
-    if name == "etcd":
-        from harness.cluster.etcd import EtcdKind
-
-        return EtcdKind()
-    if name == "zookeeper":
-        from harness.cluster.zookeeper import ZooKeeperKind
-
-        return ZooKeeperKind()
-    raise BadArgument(f"unknown server kind {name!r}; a backend's `servers` must name one of: {', '.join(KINDS)}")
-
-
-def faketime_moves(kind: str, options: Mapping[str, Any] | None = None) -> bool:
-    """Whether a kind's clock is moved through libfaketime (so its servers must start under
-    it): valkey always; ZooKeeper only with zk_clock=faketime (else the vDSO patch moves
-    the JVM's wall clock); etcd never (Go reads time through the vDSO). The same fact a
-    checker reads as whether a clock move reaches expiry (harness/core/facts.py)."""
-    return clock_expiry(kind, options)
+    """The ServerKind called `name`, configured by the run's cluster options (appendonly, zk_clock)."""
+    return kind_class(name).from_options(options or {})
 
 
 def servers_of(backend: str, options: Mapping[str, Any]) -> tuple[str, int]:
@@ -51,4 +45,11 @@ def servers_of(backend: str, options: Mapping[str, Any]) -> tuple[str, int]:
 
 
 def node_names(kind: str, count: int) -> tuple[str, ...]:
-    return tuple(f"{PREFIX[kind]}{i}" for i in range(1, count + 1))
+    """n1..n5, e1..e3, z1..z3: the kind's prefix and an ordinal."""
+    return tuple(f"{kind_class(kind).prefix}{i}" for i in range(1, count + 1))
+
+
+def recorded_facts(kind: ServerKind) -> dict:
+    """What the kind itself says of the facts a run records for its checkers
+    (harness/core/facts.py), so a kind facts.py has never heard of is recorded right too."""
+    return {"clock_expiry": kind.clock_expiry, "persists": kind.persists, "sessions": kind.sessions}

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from harness.core.contracts.cluster import Node, ProcState, check_run_id
-from harness.cluster.provider import (FAKETIME_LIB, RUN_ENV, Group, ServerCluster, clock_method, set_node_clock)
+from harness.cluster.provider import (FAKETIME_LIB, RUN_ENV, Group, ServerCluster, clock_method, prepare_node,
+                                      set_node_clock)
 from harness.core.errors import BadArgument, ClusterError, MissingDependency, PortInUse
 from harness.core.interrupts import quiet_group, shielded
 from harness.core.outputcap import cap_file
@@ -124,7 +125,7 @@ class LocalCluster(ServerCluster):
                 peers = [self._nodes[n] for n in g.names]
                 for node in peers:
                     self._kinds[node.name] = g.kind
-                    g.kind.prepare(node, peers)
+                    prepare_node(g.kind, node, peers)
                     self._spawn(node)
             self._wait_ready()
             self._write_state()
@@ -177,7 +178,7 @@ class LocalCluster(ServerCluster):
 
     def _spawn(self, node: Node) -> None:
         kind = self._kinds[node.name]
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("ETCD_", "FAKETIME", "LD_PRELOAD"))}
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKETIME", "LD_PRELOAD", *kind.strip_env))}
         env[RUN_ENV] = self.run_id
         env.update(kind.env(node))
         argv = kind.argv(node, [n for n in self.nodes if n.kind == node.kind])
@@ -288,7 +289,7 @@ class LocalCluster(ServerCluster):
             self.kill(name)
         if wipe:
             shutil.rmtree(node.data_dir, ignore_errors=True)
-        self._kinds[name].prepare(node, [n for n in self.nodes if n.kind == node.kind])
+        prepare_node(self._kinds[name], node, [n for n in self.nodes if n.kind == node.kind])
         self._spawn(node)
         self._wait_restarted(node, f"; see {node.log_path}")
         if self._clock_offsets.get(name) and clock_method(node) == "timewarp":

@@ -23,7 +23,6 @@ from harness.core.interrupts import deferred
 
 RUN_ENV = "CHAOSLOCK_RUN"
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
-TIMEWARP_KINDS = ("etcd", "zookeeper")  # clocks moved by patching the vDSO (harness/cluster/timewarp.py)
 
 
 def state_root() -> Path:
@@ -194,12 +193,25 @@ class ServerCluster:
         return server - (before + after) / 2
 
 
+def prepare_node(kind: ServerKind, node: Node, peers: Sequence[Node]) -> None:
+    """The node's data dir on this machine, with its mode and the kind's config files.
+    Idempotent (a restart), and keeps whatever else the data dir holds."""
+    os.makedirs(node.data_dir, exist_ok=True)
+    if kind.data_dir_mode is not None:
+        os.chmod(node.data_dir, kind.data_dir_mode)
+    for name, text in kind.config_files(node, peers).items():
+        Path(node.data_dir, name).write_text(text)
+
+
 def clock_method(node: Node) -> str | None:
     """How a node's clock can be moved: "faketime" (libfaketime file: wall and monotonic
-    clocks), "timewarp" (vDSO patch: wall clock only), or None."""
+    clocks), "timewarp" (vDSO patch: wall clock only, when the kind's clock_methods allow
+    it), or None."""
+    from harness.cluster.kinds import kind_class
+
     if node.clock_file:
         return "faketime"
-    if node.kind in TIMEWARP_KINDS:
+    if "timewarp" in kind_class(node.kind).clock_methods:
         from harness.cluster import timewarp
 
         return "timewarp" if timewarp.supported() is None else None

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from harness.core.contracts.cluster import ClientPlace, Node, check_run_id
+from harness.core.contracts.cluster import ClientPlace, ClockInLog, Node, ServerKind, ShipsBinary, check_run_id
 from harness.cluster.provider import FAKETIME_LIB, RUN_ENV, Group, ServerCluster
 from harness.core.errors import BadArgument, ClusterError, MissingDependency
 from harness.core.interrupts import quiet_group, shielded
@@ -212,21 +212,29 @@ def check_host(ssh: Ssh) -> str | None:
     return None
 
 
-# What each server kind needs on a host: (a check, run by sh, that succeeds when present; Debian packages)
+# What a host needs besides its servers: (a check, run by sh, that succeeds when present;
+# Debian packages). Each server kind names its own (ServerKind.host_check and .debs).
 NEEDS = {
-    "etcd": ("command -v etcd", ["etcd-server"]),
-    "zookeeper": ("command -v java && test -f /usr/share/java/zookeeper.jar && test -f /usr/share/java/slf4j-simple.jar",
-                  ["zookeeper", "libslf4j-java", "default-jre-headless"]),
-    "faketime": (f"test -f {FAKETIME_LIB}", ["libfaketime"]),
-    "iptables": ("command -v iptables", ["iptables"]),
+    "faketime": (f"test -f {FAKETIME_LIB}", ("libfaketime",)),
+    "iptables": ("command -v iptables", ("iptables",)),
 }
 
 
-def install(ssh: Ssh, lacking: Iterable[str]) -> list[str]:
-    """Install the Debian packages for what the host lacks (names of NEEDS); the packages installed."""
+def needs_of(kinds: Iterable[ServerKind], *, faked: bool) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """What a host running `kinds` needs, by name: (sh check, Debian packages)."""
+    out = {k.name: (k.host_check, tuple(k.debs)) for k in sorted(kinds, key=lambda k: k.name) if k.host_check}
+    out["iptables"] = NEEDS["iptables"]
+    if faked:
+        out["faketime"] = NEEDS["faketime"]
+    return out
+
+
+def install(ssh: Ssh, debs: Iterable[str]) -> list[str]:
+    """Install the Debian packages `debs` on the host; the packages installed."""
     missing: list[str] = []
-    for what in lacking:
-        missing += [p for p in NEEDS[what][1] if p not in missing]
+    for p in debs:
+        if p not in missing:
+            missing.append(p)
     if not missing:
         return []
     if ssh.run(["sh", "-c", "command -v apt-get"]).returncode != 0:
@@ -241,21 +249,23 @@ def install(ssh: Ssh, lacking: Iterable[str]) -> list[str]:
     return missing
 
 
-def survey(ssh: Ssh, run_id: str, needs: Sequence[str], *, faked: bool) -> tuple[list[str], str | None]:
+def survey(ssh: Ssh, run_id: str, needs: Mapping[str, tuple[str, Sequence[str]]], shipped: Sequence[ShipsBinary],
+           *, faked: bool) -> tuple[list[str], dict[str, str]]:
     """In one round trip: make the run's directory, write the helper into it, and say which
-    of `needs` the host lacks and which Redis-compatible server it has (see valkey_on)."""
-    checks = "".join(f"({NEEDS[w][0]}) >/dev/null 2>&1 || echo lacks {w}; " for w in needs)
-    server = "command -v valkey-server" + ("" if faked else " || command -v redis-server")
+    of `needs` the host lacks and, for each kind that `shipped` names, the path of the host's
+    own binary (ShipsBinary.host_binary), by kind name, when it has one."""
+    checks = "".join(f"({check}) >/dev/null 2>&1 || echo lacks {w}; " for w, (check, _) in needs.items())
+    finds = "".join(f"echo binary {k.name} $({k.host_binary(faked)}); " for k in shipped)
     d = ssh.remote_dir(run_id)
-    script = (f"mkdir -p -m 700 {d} && cat > {d}/ssh_helper.py || exit 3; {checks}"
-              f"echo server $({server})")
+    script = f"mkdir -p -m 700 {d} && cat > {d}/ssh_helper.py || exit 3; {checks}{finds}"
     r = ssh.run(["sh", "-c", script], input=HELPER.read_bytes())
     if r.returncode != 0:
         raise ClusterError(f"host {ssh.host.address}: cannot write {d}: "
                            f"{r.stderr.decode(errors='replace').strip()[:200]}")
     lines = r.stdout.decode(errors="replace").splitlines()
     lacking = [line.split()[1] for line in lines if line.startswith("lacks ")]
-    found = next((line.split(maxsplit=1)[1] for line in lines if line.startswith("server ") and len(line.split()) > 1), None)
+    found = {line.split()[1]: line.split(maxsplit=2)[2] for line in lines
+             if line.startswith("binary ") and len(line.split()) > 2}
     return lacking, found
 
 
@@ -302,7 +312,7 @@ class SshCluster(ServerCluster):
         self._where: dict[str, Host] = {}
         self._pids: dict[str, int] = {}
         self._touched: list[Host] = []  # hosts the helper reached (down() cleans these)
-        self._binaries: dict[str, str] = {}
+        self._binaries: dict[tuple[str, str], str] = {}  # (host, kind) -> the binary found or shipped there
         self._alive_checked: dict[str, float] = {}
         lock = [n for g in self.groups if g.role == "lock" for n in g.names]
         slots: dict[str, int] = {}
@@ -343,19 +353,18 @@ class SshCluster(ServerCluster):
     def _prepare_host(self, h: Host) -> None:
         ssh = self._ssh[h.name]
         mine = [n for n, where in self._where.items() if where == h]
-        kinds = {self._kinds[n].name for n in mine}
+        kinds = list({self._kinds[n].name: self._kinds[n] for n in mine}.values())
         faked = any(self._nodes[n].clock_file for n in mine)
-        needs = [k for k in sorted(kinds) if k in NEEDS] + ["iptables"] + (["faketime"] if faked else [])
-        lacking, found = survey(ssh, self.run_id, needs, faked=faked)
-        install(ssh, lacking)
+        needs = needs_of(kinds, faked=faked)
+        shipped = [k for k in kinds if isinstance(k, ShipsBinary)]
+        lacking, found = survey(ssh, self.run_id, needs, shipped, faked=faked)
+        install(ssh, [p for w in lacking for p in needs[w][1]])
         puts = [("put", "timewarp.py", "644", timewarp_source())]
-        if "valkey" in kinds:
-            if found is None:
-                from harness.cluster.valkey import valkey_binary
-
-                puts.append(("put", "bin/valkey-server", "755", Path(valkey_binary()).read_bytes()))
-                found = f"{ssh.remote_dir(self.run_id)}/bin/valkey-server"
-            self._binaries[h.name] = found
+        for k in shipped:
+            if k.name not in found:  # the host has none: ours, copied over
+                puts.append(("put", f"bin/{k.binary}", "755", Path(k.local_binary()).read_bytes()))
+                found[k.name] = f"{ssh.remote_dir(self.run_id)}/bin/{k.binary}"
+            self._binaries[(h.name, k.name)] = found[k.name]
         ssh.batch(self.run_id, puts, timeout=300)
 
     def _start_host(self, h: Host) -> None:
@@ -374,19 +383,16 @@ class SshCluster(ServerCluster):
     def _node_files(self, node: Node, peers: Sequence[Node]) -> list[tuple]:
         """Helper commands for the node's data dir, configs and clock file on its host."""
         rel = node.name
-        out: list[tuple] = [("mkdir", rel)]
-        if node.kind == "zookeeper":
-            from harness.cluster.zookeeper import zoo_cfg
-
-            out += [("put", f"{rel}/myid", "644", f"{node.ordinal}\n".encode()),
-                    ("put", f"{rel}/zoo.cfg", "644", zoo_cfg(node, peers).encode())]
+        out: list[tuple] = [("mkdir", rel)]  # 0700, whatever the kind's data_dir_mode
+        out += [("put", f"{rel}/{name}", "644", text.encode())
+                for name, text in self._kinds[node.name].config_files(node, peers).items()]
         if node.clock_file:
             out.append(("put", f"{rel}.faketime", "644", f"{self._clock_offsets.get(node.name, 0.0):+.3f}\n".encode()))
         return out
 
     def _start_command(self, node: Node) -> tuple:
         host, kind = self._where[node.name], self._kinds[node.name]
-        binary = {"valkey": self._binaries.get(host.name), "etcd": "etcd", "zookeeper": "java"}[node.kind]
+        binary = self._binaries.get((host.name, kind.name), kind.binary)  # its own PATH's, or one we found or shipped
         argv = kind.argv(node, [n for n in self.nodes if n.kind == node.kind], binary=binary)
         env = dict(kind.env(node))
         if node.clock_file:
@@ -479,15 +485,19 @@ class SshCluster(ServerCluster):
             self.set_clock(name, self._clock_offsets[name])  # the vDSO patch died with the process
 
     # -- ClockControl -----------------------------------------------------------------------
+    def _timewarps(self, node: Node) -> bool:
+        """Whether the vDSO patch moves the node's clock (on a host: its timewarp.py decides)."""
+        return "timewarp" in self._kinds[node.name].clock_methods
+
     def movable_clocks(self) -> list[str]:
-        return [n.name for n in self.nodes if n.clock_file or n.kind in ("etcd", "zookeeper")]
+        return [n.name for n in self.nodes if n.clock_file or self._timewarps(n)]
 
     def set_clock(self, name: str, offset_s: float, rate: float = 1.0) -> None:
         node = self.node(name)
         self._clock_offsets[node.name] = offset_s
         if node.clock_file:
             self._helper_for(name, "put", f"{node.name}.faketime", "644", input=f"{offset_s:+.3f}\n".encode())
-        elif node.kind in ("etcd", "zookeeper"):
+        elif self._timewarps(node):
             self._helper_for(name, "clock", self._pids[node.name], offset_s)
         else:
             raise BadArgument(f"{name} ({node.kind}) runs without libfaketime, so its clock cannot be moved")
@@ -500,7 +510,7 @@ class SshCluster(ServerCluster):
             self._clock_offsets[node.name] = off
             if node.clock_file:
                 command: tuple = ("put", f"{node.name}.faketime", "644", f"{off:+.3f}\n".encode())
-            elif node.kind in ("etcd", "zookeeper"):
+            elif self._timewarps(node):
                 command = ("clock", self._pids[node.name], off)
             else:
                 raise BadArgument(f"{name} ({node.kind}) runs without libfaketime, so its clock cannot be moved")
@@ -510,15 +520,14 @@ class SshCluster(ServerCluster):
 
     def read_clock_offset(self, name: str) -> float:
         node = self.node(name)
-        if node.kind != "zookeeper":
+        kind = self._kinds[node.name]
+        if not isinstance(kind, ClockInLog):
             return super().read_clock_offset(name)
-        from harness.cluster.zookeeper import read_clock_from
-
-        ssh = self._ssh[self._where[node.name].name]
+        ssh = self._ssh[self._where[node.name].name]  # the server's log is on its host
         log = f"{node.name}.log"
         before = time.time()
-        server = read_clock_from(node, lambda: int(ssh.helper(self.run_id, "size", log)),
-                                 lambda offset: ssh.helper(self.run_id, "read", log, offset))
+        server = kind.read_clock_from(node, lambda: int(ssh.helper(self.run_id, "size", log)),
+                                      lambda offset: ssh.helper(self.run_id, "read", log, offset))
         return server - (before + time.time()) / 2
 
     # -- NetworkControl ---------------------------------------------------------------------

@@ -12,12 +12,13 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import redis
 
 from harness.core.contracts.cluster import Node
 from harness.core.errors import MissingDependency
+from harness.core.options import cluster_option
 
 
 def valkey_binary() -> str:
@@ -56,18 +57,48 @@ def connect(node: Node, timeout: float = 0.5) -> redis.Redis:
 
 
 class ValkeyKind:
+    """valkey servers, each on its own (no replication): redlock's five, or one."""
+
     name = "valkey"
+    prefix = "n"
     default_port = 6379
-    fakes_clock = True
+    peer_ports = (0, 0)
+    binary = "valkey-server"
+    image = "chaoslock-valkey:9.1.2"
+    compose_hosts = range(11, 16)
+    health = ("bash", "-c", ("exec 3<>/dev/tcp/{host}/{port} && printf 'PING\\r\\n' >&3 && "
+               "timeout 2 head -c 7 <&3 | grep -q 'PONG'"))
+    debs = ()  # no Debian package: the host's own valkey-server, or ours copied over (ShipsBinary)
+    host_check = ""
+    strip_env = ()
+    data_dir_mode = None
+    clock_methods = ("faketime",)
+    clock_method = "faketime"
+    clock_expiry = True  # key expiry reads the wall clock libfaketime moves
+    clock_read_error_s = 0.0
+    sessions = False
 
     def __init__(self, appendonly: bool = False):
         self.appendonly = appendonly
+        self.persists = appendonly
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> ValkeyKind:
+        return cls(appendonly=cluster_option(options, "appendonly"))
 
     def check_installed(self) -> None:
         valkey_binary()
 
-    def prepare(self, node: Node, peers: Sequence[Node]) -> None:
-        os.makedirs(node.data_dir, exist_ok=True)
+    def config_files(self, node: Node, peers: Sequence[Node]) -> dict[str, str]:
+        return {}
+
+    def host_binary(self, faked: bool) -> str:
+        # redis-server will do, but not under libfaketime: Debian's is built with jemalloc,
+        # which dies at start under it (see the module docstring)
+        return "command -v valkey-server" + ("" if faked else " || command -v redis-server")
+
+    def local_binary(self) -> str:
+        return valkey_binary()
 
     def argv(self, node: Node, peers: Sequence[Node], binary: str | None = None) -> list[str]:
         return [binary or valkey_binary(), "--bind", node.host, "--port", str(node.port),

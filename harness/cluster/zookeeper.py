@@ -9,9 +9,9 @@ which every server answers locally, without a quorum:
   * cluster_ready / leader() / mode(): the "Mode:" line of `srvr`.
   * read_clock: the server's own log stamp of a `ruok` we send (see ZooKeeperKind.read_clock).
 
-libfaketime reaches the JVM (System.currentTimeMillis goes through libc), so `fakes_clock`
-is True. Session expiry uses System.nanoTime, which libfaketime fakes too unless told not
-to; ENVIRONMENT.md records what that does to an ensemble (a zombie leader on a backwards
+Both clock methods reach the JVM: the vDSO patch moves its wall clock (the default), and
+libfaketime (zk_clock=faketime) its wall and monotonic clocks. Session expiry uses
+System.nanoTime, which libfaketime fakes too unless told not to; ENVIRONMENT.md records what that does to an ensemble (a zombie leader on a backwards
 jump), so leader() prefers the leader of the newest epoch.
 
 Never mutates the ensemble. No process handling (the provider owns it).
@@ -25,10 +25,11 @@ import shutil
 import socket
 import time
 from datetime import datetime
-from typing import Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from harness.core.contracts.cluster import Node
 from harness.core.errors import MissingDependency
+from harness.core.options import cluster_option
 
 JAR = "/usr/share/java/zookeeper.jar"
 # zookeeper.jar's manifest Class-Path names its runtime deps (jute, netty, jetty, metrics,
@@ -156,8 +157,31 @@ class ZooKeeperKind:
     """A ZooKeeper ensemble, one QuorumPeerMain JVM per node, myid = node.ordinal."""
 
     name = "zookeeper"
+    prefix = "z"
     default_port = 2181
-    fakes_clock = True
+    peer_ports = (2888, 3888)
+    binary = "java"
+    image = "chaoslock-zookeeper:3.8.0"
+    compose_hosts = range(21, 24)
+    health = ("bash", "-c", ("exec 3<>/dev/tcp/{host}/{port} && printf 'srvr' >&3 && "  # ZooKeeper then closes
+               "timeout 2 head -c 4096 <&3 | grep -q 'Mode:'"))
+    debs = ("zookeeper", "libslf4j-java", "default-jre-headless")
+    host_check = f"command -v java && test -f {JAR} && test -f {CLASSPATH[1]}"
+    strip_env = ()
+    data_dir_mode = None
+    clock_methods = ("timewarp", "faketime")  # the first unless zk_clock=faketime
+    clock_read_error_s = 0.0
+    persists = True
+    sessions = True
+
+    def __init__(self, clock_method: str = "timewarp"):
+        self.clock_method = clock_method
+        # Under libfaketime the JVM's monotonic clock moves too, and with it session expiry.
+        self.clock_expiry = clock_method == "faketime"
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> ZooKeeperKind:
+        return cls(clock_method=cluster_option(options, "zk_clock"))
 
     def leader(self, nodes: Sequence[Node]) -> str | None:
         return leader(nodes)
@@ -171,16 +195,12 @@ class ZooKeeperKind:
     @staticmethod
     def cfg_path(node: Node) -> str:
         # Inside the data dir, so the run's state dir holds everything; a restart with
-        # wipe=True removes it and prepare() writes it again.
+        # wipe=True removes it and the provider writes it again.
         return os.path.join(node.data_dir, "zoo.cfg")
 
-    def prepare(self, node: Node, peers: Sequence[Node]) -> None:
-        """Write dataDir/myid and dataDir/zoo.cfg. Idempotent; keeps existing snapshots and logs."""
-        os.makedirs(node.data_dir, exist_ok=True)
-        with open(os.path.join(node.data_dir, "myid"), "w") as f:
-            f.write(f"{node.ordinal}\n")
-        with open(self.cfg_path(node), "w") as f:
-            f.write(zoo_cfg(node, peers))
+    def config_files(self, node: Node, peers: Sequence[Node]) -> dict[str, str]:
+        """zoo.cfg and myid; snapshots and logs beside them are kept across a restart."""
+        return {"zoo.cfg": zoo_cfg(node, peers), "myid": f"{node.ordinal}\n"}
 
     def argv(self, node: Node, peers: Sequence[Node], binary: str | None = None) -> list[str]:
         return [binary or java_binary(), *JVM_FLAGS, "-cp", ":".join(CLASSPATH), MAIN, self.cfg_path(node)]
@@ -230,6 +250,9 @@ class ZooKeeperKind:
                 return f.read().decode(errors="replace")
 
         return read_clock_from(node, lambda: os.path.getsize(node.log_path), read_from)
+
+    def read_clock_from(self, node: Node, size: Callable[[], int], read_from: Callable[[int], str]) -> float:
+        return read_clock_from(node, size, read_from)
 
 
 def read_clock_from(node: Node, size: Callable[[], int], read_from: Callable[[int], str]) -> float:

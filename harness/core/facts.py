@@ -54,15 +54,20 @@ def persists(kind: str | None, options: Mapping[str, Any] | None = None) -> bool
 
 
 def service_facts(kind: str, count: int, options: Mapping[str, Any] | None = None,
-                  ttl_ms: float | None = None) -> dict:
+                  ttl_ms: float | None = None, traits: Mapping[str, bool] | None = None) -> dict:
     """The server facts of a lock service of `count` `kind` servers, as the runner records them.
-    The session timeout: ZooKeeper's session_timeout_ms option; etcd's lease of ceil(TTL) s."""
+    `traits` are the kind's own word on clock_expiry, persists and sessions (the runner has
+    the kind itself: harness/cluster/kinds.py recorded_facts), so a kind this module has never
+    heard of is recorded right; without them (a stored run) the built-in kinds' are derived.
+    The session timeout: the session_timeout_ms option; etcd's lease of ceil(TTL) s."""
+    t = traits or {}
     session = (options or {}).get("session_timeout_ms")
     if kind == "etcd" and isinstance(ttl_ms, (int, float)):
         session = -(-ttl_ms // 1000) * 1000.0
-    return {"kind": kind, "servers": int(count), "clock_expiry": clock_expiry(kind, options),
-            "persists": persists(kind, options),
-            "session_timeout_ms": session if kind in SESSIONS and isinstance(session, (int, float)) else None}
+    sessions = t.get("sessions", kind in SESSIONS)
+    return {"kind": kind, "servers": int(count), "clock_expiry": t.get("clock_expiry", clock_expiry(kind, options)),
+            "persists": t.get("persists", persists(kind, options)),
+            "session_timeout_ms": session if sessions and isinstance(session, (int, float)) else None}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

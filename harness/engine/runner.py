@@ -17,6 +17,7 @@ from pathlib import Path
 
 from harness.core import faults, interrupts, plugins
 from harness.cluster.assemble import make_cluster, preflight
+from harness.cluster.kinds import recorded_facts, server_kind
 from harness.core.contracts.cluster import Cluster
 from harness.core.facts import service_facts
 from harness.engine.generator import Context, FaultSchedule, Pending
@@ -74,7 +75,8 @@ def run_facts(spec: TestSpec, nemeses: list) -> dict:
     so that checking a stored run loads no cluster, nemesis or client code."""
     kind, count = plugins.servers_of(spec.backend, spec.options)
     declared = values(spec.options, getattr(plugins.backend_class(spec.backend), "OPTIONS", ()))  # with defaults
-    return {**service_facts(kind, count, {**spec.options, **declared}, spec.ttl_ms),
+    options = {**spec.options, **declared}
+    return {**service_facts(kind, count, options, spec.ttl_ms, recorded_facts(server_kind(kind, options))),
             "faults": faults.record(k for n in nemeses for k in getattr(n, "FAULTS", ()))}
 
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from harness.core.contracts.checker import Checker, CheckResult
 from harness.core.contracts.client import ChoosesServers, Lease, LockClient, ReadsWallClock, StillHeld
-from harness.core.contracts.cluster import (ClockControl, Cluster, CountsRequests, HasLeader, NetworkControl, Node,
-                                            ProcessControl, ServerKind, SetsClocksTogether)
+from harness.core.contracts.cluster import (ClockControl, ClockInLog, Cluster, CountsRequests, HasLeader, NetworkControl,
+                                            Node, ProcessControl, ServerKind, SetsClocksTogether, ShipsBinary)
 from harness.core.contracts.nemesis import MovesServerClocks, Nemesis, NemesisContext, Reactive
 from harness.core.faults import FaultKind
 
 __all__ = [
-    "CheckResult", "Checker", "ChoosesServers", "ClockControl", "Cluster", "CountsRequests", "FaultKind",
+    "CheckResult", "Checker", "ChoosesServers", "ClockControl", "ClockInLog", "Cluster", "CountsRequests", "FaultKind",
     "HasLeader", "Lease", "LockClient", "MovesServerClocks", "Nemesis", "NemesisContext", "NetworkControl",
-    "Node", "ProcessControl", "Reactive", "ReadsWallClock", "ServerKind", "SetsClocksTogether", "StillHeld",
+    "Node", "ProcessControl", "Reactive", "ReadsWallClock", "ServerKind", "SetsClocksTogether", "ShipsBinary",
+    "StillHeld",
 ]

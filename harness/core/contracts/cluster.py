@@ -4,16 +4,16 @@
 Protocols (ProcessControl, ClockControl, NetworkControl); a nemesis checks for them with
 isinstance and refuses with a clear message when the provider lacks one.
 
-A `ServerKind` knows how to run one kind of server (valkey, etcd, zookeeper): its argv,
-config files, readiness probes and clock read-back. It must not manage processes itself;
-the provider starts, stops and signals them.
+A `ServerKind` is everything about one kind of server (valkey, etcd, zookeeper): its node
+names, packages, image, argv, config files, readiness probes and how its clock moves and
+reads back. It must not manage processes itself; the provider starts, stops and signals them.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 # A run id names paths, processes, namespaces and iptables comments, so nothing else may
 # pass for one: six lowercase hex characters (results.store.new_run_id makes them).
@@ -157,17 +157,45 @@ class NetworkControl(Protocol):
 
 
 class ServerKind(Protocol):
-    """How to run one kind of server. Pure configuration plus probes; no process handling."""
+    """Everything about one kind of server, in one class: how it is named, installed, packaged
+    in an image, configured, started, probed and clock-moved. Every provider (local, compose,
+    ssh) reads these attributes; none keeps a table of its own per kind, so a new kind is its
+    module plus one line in harness/cluster/kinds.py (docs/extending.md).
 
-    name: str
-    default_port: int
-    fakes_clock: bool  # whether libfaketime reaches its clock reads
+    Pure configuration plus probes: it must not start, stop or signal a process (the provider
+    does), and its attributes must not depend on the host it runs on."""
+
+    name: str  # what a backend's `servers = (name, count)` says, and Node.kind
+    prefix: str  # node names are prefix + ordinal: "e" -> e1, e2, e3
+    default_port: int  # the client port (in a namespace, a container, on a host)
+    peer_ports: tuple[int, int]  # peer and election ports in its container; 0: none (compose)
+    binary: str  # the program, as named on the PATH of a host and of its image
+    image: str  # the container image the compose provider runs (`make compose` builds it)
+    compose_hosts: range  # its servers' host numbers in the compose network: how many it offers
+    health: tuple[str, ...]  # the image's healthcheck command, with {host} and {port} to fill in
+    debs: tuple[str, ...]  # Debian packages the ssh provider installs on a host that lacks it
+    host_check: str  # sh that succeeds on a host that has it ("": nothing to install)
+    strip_env: tuple[str, ...]  # prefixes of inherited variables it would read as configuration
+    data_dir_mode: int | None  # the data dir's mode, when the server insists on one
+    clock_methods: tuple[str, ...]  # how its clock can be moved: "faketime" (started under
+    #   libfaketime: wall and monotonic clocks) and/or "timewarp" (vDSO patch: wall clock only)
+    clock_method: str | None  # the one a clock nemesis uses in this run (the options may choose)
+    clock_expiry: bool  # whether a clock move moves its lock expiry (recorded for checkers)
+    clock_read_error_s: float  # how far off read_clock may be beyond the request itself
+    persists: bool  # whether a server's data survives a kill
+    sessions: bool  # whether its locks live as long as a client session or lease
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> ServerKind:
+        """The kind as a run's options configure it (harness/core/options.py CLUSTER_OPTIONS:
+        appendonly, zk_clock); how the registry makes one."""
 
     def check_installed(self) -> None:
-        """Raise MissingDependency naming the package to install."""
+        """Raise MissingDependency naming the package to install (the local provider)."""
 
-    def prepare(self, node: Node, peers: Sequence[Node]) -> None:
-        """Create data dir and config files. Must be idempotent for a restart."""
+    def config_files(self, node: Node, peers: Sequence[Node]) -> dict[str, str]:
+        """The files, by name in its data dir, it reads at start (each provider writes them
+        its own way). Rewritten before every start, so a wiped node starts as a new one."""
 
     def argv(self, node: Node, peers: Sequence[Node], binary: str | None = None) -> list[str]:
         """The server's command line; `binary` is the program to run (its path on this host
@@ -200,6 +228,29 @@ class HasLeader(Protocol):
 
     def leader(self, nodes: Sequence[Node]) -> str | None:
         """The leader's node name, or None while there is none a majority agrees on."""
+
+
+@runtime_checkable
+class ShipsBinary(Protocol):
+    """Optional ServerKind capability: a server no Debian package provides. The ssh provider
+    runs the host's own binary when `host_binary` (sh) prints its path, else copies
+    `local_binary()` from this machine to the host."""
+
+    def host_binary(self, faked: bool) -> str:
+        """sh that prints the path of a usable binary on a host, or nothing; `faked`: it
+        will run under libfaketime."""
+
+    def local_binary(self) -> str: ...
+
+
+@runtime_checkable
+class ClockInLog(Protocol):
+    """Optional ServerKind capability: read_clock reads the server's own log at node.log_path.
+    A provider whose logs are elsewhere (ssh: on the host) passes the log in instead."""
+
+    def read_clock_from(self, node: Node, size: Callable[[], int], read_from: Callable[[int], str]) -> float:
+        """read_clock with the log reached through `size()` (its length now) and
+        `read_from(offset)` (its text from there)."""
 
 
 @dataclass(slots=True)
