@@ -12,11 +12,15 @@ provider's, applied to the container's processes and namespaces from the host:
   clients           one network namespace per worker, attached to the compose network's
                     bridge, so one client can be cut from one server.
   pause / resume    SIGSTOP / SIGCONT of every process of the container (its pid namespace).
-  kill / restart    docker kill (SIGKILL) / docker start; data lives in the node's /state,
+  kill / restart    SIGKILL through the engine / start again; data lives in the node's /state,
                     a bind mount of the run's state dir, so it survives (wipe=True empties it).
   clock             libfaketime's clock file in /state (valkey; ZooKeeper with
                     zk_clock=faketime), written from the host; or the vDSO patch of the
                     container's server process (etcd, ZooKeeper), re-applied after a restart.
+
+The engine is asked through the Docker SDK for Python (`Engine`): inspect, kill, start, the
+label-filtered listings and removals, images. Only Compose itself is the docker CLI
+(`docker compose -p chaoslock up/down`): it has no Python API.
 
 Must not touch a container, network or namespace it did not create: everything carries
 the run id (label `chaoslock.run`, namespace names), and `remove_run` / `leftover_runs`
@@ -47,27 +51,138 @@ from harness.core.interrupts import quiet_group, shielded
 SETUP = "run `make compose` (scripts/compose/engine.sh and images.sh) to install and start it"
 
 
-def docker(*args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
-    """The docker CLI, quietly; on failure a ClusterError quoting its stderr."""
+def compose_cli(*args: str, timeout: float = 180, check: bool = True) -> subprocess.CompletedProcess:
+    """`docker compose ARGS`, quietly; on failure a ClusterError quoting its stderr. Compose is
+    the one thing asked of the CLI: it has no Python API (everything else is `Engine`)."""
     try:
-        r = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, **quiet_group())
+        r = subprocess.run(["docker", "compose", *args], capture_output=True, text=True, timeout=timeout, **quiet_group())
     except FileNotFoundError:
         raise MissingDependency(f"the docker CLI is not installed; {SETUP}") from None
     except subprocess.TimeoutExpired:
-        raise ClusterError(f"`docker {' '.join(args[:3])}` did not finish within {timeout:.0f} s; is dockerd healthy?") from None
+        raise ClusterError(f"`docker compose {' '.join(args[:4])}` did not finish within {timeout:.0f} s; "
+                           f"is dockerd healthy?") from None
     if check and r.returncode != 0:
-        raise ClusterError(f"`docker {' '.join(args[:4])}` failed: {r.stderr.strip()[-400:] or r.returncode}")
+        raise ClusterError(f"`docker compose {' '.join(args[:5])}` failed: {r.stderr.strip()[-400:] or r.returncode}")
     return r
 
 
+def _why(e: BaseException, timeout: float) -> str:
+    """The root cause of an SDK error in a few words: the OS's reason, a timeout, or the message."""
+    root: BaseException | None = e
+    while root is not None:
+        if isinstance(root, TimeoutError):  # at the bottom of requests' and urllib3's timeouts
+            return f"no answer within {timeout:g} s"
+        if isinstance(root, OSError) and root.strerror:
+            return root.strerror
+        root = root.__cause__ or root.__context__
+    return " ".join(str(e).split())[:300]
+
+
+_RAISE = object()
+
+
+class Engine:
+    """The Docker engine through the Docker SDK for Python (PyPI's `docker`): what the provider
+    asks of containers, networks and images.
+
+    The engine is found as the docker CLI finds it without a context: DOCKER_HOST (with
+    DOCKER_TLS_VERIFY and DOCKER_CERT_PATH), else /var/run/docker.sock, which is also the socket
+    the harness image has mounted. Every request ends within `timeout` seconds. An engine that
+    is missing or does not answer is a MissingDependency, one that errs or stops answering a
+    ClusterError naming the call: one sentence each, never a traceback. Callers must not use the
+    SDK's high-level objects: a listing that inspects each container races with their removal.
+    """
+
+    def __init__(self, timeout: float = 120):
+        try:
+            import docker
+            import requests
+        except ImportError:
+            raise MissingDependency("the Docker SDK for Python is not installed (`pip install -e .` installs it, "
+                                    "or `pip install 'docker>=7'`)") from None
+        self.timeout = timeout
+        self.where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        self._errors, self._unanswered = docker.errors, (requests.RequestException, docker.errors.DockerException)
+        try:
+            self._client = docker.from_env(timeout=timeout)  # asks the engine's API version: an engine must answer
+        except (*self._unanswered, OSError) as e:  # the SDK wraps requests' and the OS's errors; a bad DOCKER_HOST
+            raise MissingDependency(f"no Docker engine answers at {self.where} ({_why(e, timeout)}); {SETUP}") from None
+        self.api = self._client.api
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, what: str, fn: Any, *args: Any, missing: Any = None, refused: Any = _RAISE, **kw: Any) -> Any:
+        """fn(*args, **kw), whose NotFound is `missing` and other refusal `refused` (unless _RAISE);
+        an engine that does not answer is a ClusterError."""
+        try:
+            return fn(*args, **kw)
+        except self._errors.NotFound:
+            return missing
+        except self._errors.APIError as e:  # before _unanswered: APIError is a requests HTTPError
+            if refused is not _RAISE:
+                return refused
+            raise ClusterError(f"`docker {what}` failed: {' '.join(str(e.explanation or e).split())[:400]}") from None
+        except self._unanswered as e:
+            raise ClusterError(f"`docker {what}` got no answer from the engine at {self.where} "
+                               f"({_why(e, self.timeout)}); is dockerd healthy?") from None
+
+    def running_pid(self, container: str) -> int:
+        """The host pid of a running container's init; 0 if it is stopped or does not exist."""
+        info = self._call(f"inspect {container}", self.api.inspect_container, container, missing={})
+        state = info.get("State") or {}
+        return int(state.get("Pid") or 0) if state.get("Running") else 0
+
+    def kill(self, container: str) -> None:
+        """SIGKILL; a container that is already stopped or gone is no error (the caller waits for the stop)."""
+        self._call(f"kill {container}", self.api.kill, container, signal="KILL", refused=None)  # 409: not running
+
+    def start(self, container: str) -> None:
+        if self._call(f"start {container}", self.api.start, container, missing=False) is False:
+            raise ClusterError(f"`docker start {container}` failed: no such container; did the run's compose project go away?")
+
+    def names(self) -> dict[str, str]:
+        """Every container's name, with its run label ("?" without one)."""
+        listing = self._call("ps -a", self.api.containers, all=True) or []
+        return {n.lstrip("/"): (c.get("Labels") or {}).get(RUN_LABEL) or "?" for c in listing for n in c.get("Names") or []}
+
+    def labelled(self, run_id: str | None = None) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """(id, run id) of every container and every network carrying our run label (with
+        `run_id`, that value): the engine filters, and every row is checked again here."""
+        flt = {"label": RUN_LABEL + (f"={run_id}" if run_id else "")}
+        containers = self._call("ps -a", self.api.containers, all=True, filters=flt) or []
+        networks = self._call("network ls", self.api.networks, filters=flt) or []
+
+        def ours(rows: list[dict], key: str) -> list[tuple[str, str]]:
+            runs = [(r[key], (r.get("Labels") or {}).get(RUN_LABEL)) for r in rows]
+            return [(i, rid) for i, rid in runs if isinstance(rid, str) and (run_id is None or rid == run_id)]
+        return ours(containers, "Id"), ours(networks, "Id")
+
+    def remove_container(self, cid: str) -> None:
+        """`rm --force --volumes`: the container and its anonymous volumes."""
+        self._call(f"rm --force --volumes {cid[:12]}", self.api.remove_container, cid, v=True, force=True)
+
+    def remove_network(self, nid: str) -> None:
+        self._call(f"network rm {nid[:12]}", self.api.remove_network, nid)
+
+    def has_image(self, name: str) -> bool:
+        return self._call(f"image inspect {name}", self.api.inspect_image, name) is not None
+
+
 def engine_problem() -> str | None:
-    """None when a Docker engine and a Compose v2 CLI answer; else one sentence what to do."""
+    """None when a Docker engine (through the SDK) and a Compose v2 CLI answer; else one
+    sentence what to do."""
     try:
-        if docker("info", "--format", "{{.ServerVersion}}", timeout=20, check=False).returncode != 0:
-            return f"no Docker engine answers (`docker info` failed); {SETUP}"
-        if docker("compose", "version", "--short", timeout=20, check=False).returncode != 0:
+        Engine(timeout=20).close()
+        if compose_cli("version", "--short", timeout=20, check=False).returncode != 0:
             return f"the docker CLI has no Compose v2 plugin (`docker compose version` failed); {SETUP}"
-    except MissingDependency as e:
+    except (MissingDependency, ClusterError) as e:
         return str(e)
     return None
 
@@ -113,6 +228,7 @@ class ComposeCluster(NetnsLinks, ServerCluster):
         self._servers: dict[str, Server] = {}
         self._pids: dict[str, int] = {}
         self._paused: set[str] = set()
+        self._engine: Engine | None = None
         for g in self.groups:
             pool = [TOPOLOGY["store"]] if g.role == "store" else group(g.kind.name)
             if len(g.names) > len(pool):
@@ -127,14 +243,20 @@ class ComposeCluster(NetnsLinks, ServerCluster):
                                          log_path=str(here / "server.log"),
                                          clock_file=str(here / "clock") if g.fake_clock else None, ordinal=s.ordinal)
 
+    @property
+    def engine(self) -> Engine:
+        """The SDK's client, made on first use and closed by down()."""
+        if self._engine is None:
+            self._engine = Engine()
+        return self._engine
+
     def _compose(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
-        return docker("compose", "-p", PROJECT, "-f", str(self.file), *args, timeout=timeout)
+        return compose_cli("-p", PROJECT, "-f", str(self.file), *args, timeout=timeout)
 
     def _check_free(self) -> None:
         """No container of another run (or of `docker compose up`) holds a name this run needs."""
         names = [s.container for s in self._servers.values()]
-        r = docker("ps", "-a", "--format", "{{.Names}} {{.Label \"" + RUN_LABEL + "\"}}")
-        taken = {line.split()[0]: (line.split() + ["?"])[1] for line in r.stdout.splitlines() if line.strip()}
+        taken = self.engine.names()
         clash = sorted((n, taken[n]) for n in names if n in taken)
         if clash:
             who = ", ".join(f"{n} (run {r})" for n, r in clash)
@@ -181,9 +303,7 @@ class ComposeCluster(NetnsLinks, ServerCluster):
         self.network.attach_host(name, pid, self._servers[name].ip)
 
     def _container_pid(self, name: str) -> int:
-        r = docker("inspect", "-f", "{{.State.Running}} {{.State.Pid}}", self._servers[name].container, check=False)
-        running, _, pid = r.stdout.strip().partition(" ")
-        return int(pid) if r.returncode == 0 and running == "true" and pid.isdigit() else 0
+        return self.engine.running_pid(self._servers[name].container)
 
     def down(self) -> None:
         """Resume, save the logs, remove the run's namespaces, containers, network and state
@@ -204,8 +324,14 @@ class ComposeCluster(NetnsLinks, ServerCluster):
                 self._compose("down", "--volumes", "--timeout", "1", timeout=120)
             except Exception:
                 pass
-            remove_run(self.run_id)  # whatever `compose down` left (it never should)
+            try:
+                remove_run(self.run_id, engine=self._engine)  # whatever `compose down` left (it never should)
+            except Exception:
+                pass
             self._started = False
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
         if self._created:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             for n in self.nodes:
@@ -237,7 +363,7 @@ class ComposeCluster(NetnsLinks, ServerCluster):
 
     def kill(self, name: str) -> None:
         name = self.node(name).name
-        docker("kill", "--signal", "KILL", self._servers[name].container, check=False)
+        self.engine.kill(self._servers[name].container)
         deadline = time.monotonic() + 10
         while self._container_pid(name) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -252,7 +378,7 @@ class ComposeCluster(NetnsLinks, ServerCluster):
         if wipe:
             shutil.rmtree(node.data_dir, ignore_errors=True)
             Path(node.data_dir).mkdir()
-        docker("start", self._servers[name].container)
+        self.engine.start(self._servers[name].container)
         self._attach(name)
         deadline = time.monotonic() + self.ready_timeout
         while not self._kinds[name].node_ready(node):
@@ -278,45 +404,48 @@ class ComposeCluster(NetnsLinks, ServerCluster):
         (self.dir / "state.json").write_text(json.dumps(state, indent=1))
 
 
-def _engine_answers() -> bool:
-    """Whether a docker CLI is installed and an engine answers it (without one, no container
-    or network of ours can exist)."""
-    return shutil.which("docker") is not None and docker("info", "-f", "{{.ID}}", timeout=20, check=False).returncode == 0
+def _engine_or_none(timeout: float = 20) -> Engine | None:
+    """The engine, None when none answers (then no container or network of ours can exist)."""
+    try:
+        return Engine(timeout=timeout)
+    except MissingDependency:
+        return None
 
 
-def _labelled(what: str, run_id: str | None = None) -> list[tuple[str, str]]:
-    """(id, run id) of every container ("ps") or network ("network") carrying our run label."""
-    flt = f"label={RUN_LABEL}" + (f"={run_id}" if run_id else "")
-    args = ["ps", "-a"] if what == "ps" else ["network", "ls"]
-    r = docker(*args, "--filter", flt, "--format", "{{.ID}} {{.Label \"" + RUN_LABEL + "\"}}", check=False)
-    return [tuple(line.split()[:2]) for line in r.stdout.splitlines() if len(line.split()) >= 2]
-
-
-def remove_run(run_id: str) -> list[str]:
+def remove_run(run_id: str, *, engine: Engine | None = None) -> list[str]:
     """Remove the containers (with their anonymous volumes) and networks labelled with one
-    run id; say what went. Nothing if no engine answers."""
+    run id; say what went. Nothing if no engine answers. Removes nothing else: the engine
+    selects by the label and each row is checked again (Engine.labelled)."""
     check_run_id(run_id)
-    if not _engine_answers():
+    eng = engine or _engine_or_none()
+    if eng is None:
         return []
-    done = []
-    containers = [cid for cid, _ in _labelled("ps", run_id)]
-    if containers:
-        docker("rm", "--force", "--volumes", *containers, check=False)
-        done += [f"container {cid} (run {run_id})" for cid in containers]
-    networks = [nid for nid, _ in _labelled("network", run_id)]
-    if networks:
-        docker("network", "rm", *networks, check=False)
-        done += [f"network {nid} (run {run_id})" for nid in networks]
-    return done
+    try:
+        containers, networks = eng.labelled(run_id)
+        done = []
+        for what, items, remove in (("container", containers, eng.remove_container), ("network", networks, eng.remove_network)):
+            for iid, _ in items:
+                try:
+                    remove(iid)
+                    done.append(f"{what} {iid[:12]} (run {run_id})")
+                except ClusterError as e:
+                    done.append(f"{what} {iid[:12]} (run {run_id}) was not removed: {e}")
+        return done
+    finally:
+        if engine is None:
+            eng.close()
 
 
 def leftover_runs() -> set[str]:
     """Run ids that label a container or network (for `chaos cluster down --all`)."""
     from harness.core.contracts.cluster import RUN_ID
 
-    if not _engine_answers():
+    eng = _engine_or_none()
+    if eng is None:
         return set()
-    return {rid for what in ("ps", "network") for _, rid in _labelled(what) if RUN_ID.fullmatch(rid)}
+    with eng:
+        containers, networks = eng.labelled()
+    return {rid for _, rid in containers + networks if RUN_ID.fullmatch(rid)}
 
 
 def preflight(spec: Any, kind: str) -> None:
@@ -328,10 +457,15 @@ def preflight(spec: Any, kind: str) -> None:
     problem = engine_problem()
     if problem:
         raise MissingDependency(problem)
-    for k in sorted({kind, "valkey"}):
-        if docker("image", "inspect", image(k), check=False).returncode != 0:
-            raise MissingDependency(f"the image {image(k)} is missing; run `make compose` to build it "
-                                    f"(or set CHAOSLOCK_IMAGE_{k.upper()} to one you have)")
+    try:
+        with Engine(timeout=20) as eng:
+            missing = [k for k in sorted({kind, "valkey"}) if not eng.has_image(image(k))]
+    except ClusterError as e:
+        raise MissingDependency(str(e)) from None
+    if missing:
+        k = missing[0]
+        raise MissingDependency(f"the image {image(k)} is missing; run `make compose` to build it "
+                                f"(or set CHAOSLOCK_IMAGE_{k.upper()} to one you have)")
 
 
 def make_compose_cluster(spec: Any, run_id: str, log_dir: Path, groups: Sequence[Group]) -> ComposeCluster:

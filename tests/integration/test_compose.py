@@ -25,11 +25,18 @@ pytestmark = pytest.mark.integration
 
 def _leftovers() -> list[str]:
     """Every container, network and namespace a compose run could leave."""
-    ps = C.docker("ps", "-a", "--filter", f"label={F.RUN_LABEL}", "--format", "{{.Names}}").stdout.split()
-    nets = C.docker("network", "ls", "--filter", f"label={F.RUN_LABEL}", "--format", "{{.Name}}").stdout.split()
+    with C.Engine(timeout=30) as eng:
+        flt = {"label": F.RUN_LABEL}
+        ps = [n.lstrip("/") for c in eng.api.containers(all=True, filters=flt) for n in c["Names"]]
+        nets = [n["Name"] for n in eng.api.networks(filters=flt)]
     ns = [line.split()[0] for line in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.splitlines()
           if line.startswith("cl-")]
     return [n for n in ps if n != "chaoslock-harness"] + nets + ns
+
+
+def _have_images(*kinds: str) -> bool:
+    with C.Engine(timeout=30) as eng:
+        return all(eng.has_image(F.image(k)) for k in kinds)
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +44,7 @@ def engine():
     """A Docker engine with the images: `make compose` installs and starts what is missing."""
     if os.geteuid() != 0:
         pytest.skip("the compose provider needs root (namespaces, iptables, signals to the containers' processes)")
-    images = [F.image(k) for k in ("valkey", "etcd", "zookeeper")]
-    if C.engine_problem() or any(C.docker("image", "inspect", i, check=False).returncode for i in images):
+    if C.engine_problem() or not _have_images("valkey", "etcd", "zookeeper"):
         r = subprocess.run(["make", "-s", "compose"], cwd=ROOT, capture_output=True, text=True, timeout=1200)
         assert r.returncode == 0, f"make compose failed: {r.stdout[-1500:]}{r.stderr[-1500:]}"
     assert C.engine_problem() is None
@@ -53,7 +59,7 @@ def test_a_run_id_that_looks_like_a_number_labels_its_containers_as_written(engi
     servers = [(F.TOPOLOGY[n], server_kind("valkey")) for n in ("n1", "store")]
     f = tmp_path / "run.yml"
     f.write_text(F.render(F.document(servers, run="090630", state=str(tmp_path), faketime=None, people=False), head=False))
-    doc = json.loads(C.docker("compose", "-f", str(f), "config", "--format", "json").stdout)
+    doc = json.loads(C.compose_cli("-f", str(f), "config", "--format", "json").stdout)
     assert {svc["labels"][F.RUN_LABEL] for svc in doc["services"].values()} == {"090630"}
     assert doc["networks"]["chaos"]["labels"][F.RUN_LABEL] == "090630"
 
@@ -171,15 +177,51 @@ def test_libfaketime_clock_on_valkey_containers(engine):
         c.down()
 
 
+def test_remove_run_takes_only_what_carries_its_run_label(engine):
+    """As `chaos cluster down <id>` does, through the SDK: the run's container (with its
+    volumes) and network go; another run's container and an unlabelled one stay."""
+    import secrets
+
+    ours, other = secrets.token_hex(3), secrets.token_hex(3)
+    made: dict[str, str] = {}
+    with C.Engine(timeout=30) as eng:
+        try:
+            for key, labels in (("ours", {F.RUN_LABEL: ours}), ("other", {F.RUN_LABEL: other}), ("none", {"x": ours})):
+                made[key] = eng.api.create_container(F.image("valkey"), command=["true"], labels=labels,
+                                                     name=f"chaoslock-sdk-{key}-{ours}")["Id"]
+            made["net"] = eng.api.create_network(f"chaoslock-sdk-{ours}", labels={F.RUN_LABEL: ours})["Id"]
+            assert {ours, other} <= C.leftover_runs()
+            done = C.remove_run(ours)
+            assert sorted(done) == sorted([f"container {made['ours'][:12]} (run {ours})",
+                                           f"network {made['net'][:12]} (run {ours})"]), done
+            left = {c["Id"] for c in eng.api.containers(all=True, filters={"name": f"chaoslock-sdk-.*-{ours}"})}
+            assert left == {made["other"], made["none"]}
+            assert C.remove_run(ours) == []
+        finally:
+            for key, iid in made.items():
+                (eng.remove_network if key == "net" else eng.remove_container)(iid)
+
+
+def _running(name: str) -> bool:
+    with C.Engine(timeout=30) as eng:
+        return eng.running_pid(name) > 0
+
+
 def test_a_killed_run_is_removed_by_cluster_down_all(engine, tmp_path):
-    p = subprocess.Popen([sys.executable, "-m", "harness", "run", "--cluster", "compose", "--backend", "redis",
-                          "--time-limit", "60", "--store", str(tmp_path)], cwd=ROOT, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
+    out = tmp_path / "chaos.out"
+    with open(out, "wb") as f:
+        p = subprocess.Popen([sys.executable, "-m", "harness", "run", "--cluster", "compose", "--backend", "redis",
+                              "--time-limit", "60", "--store", str(tmp_path / "runs")], cwd=ROOT, stdout=f, stderr=f)
+
+    def up() -> bool:
+        assert p.poll() is None, f"the run ended early (exit {p.returncode}): {out.read_text()[-1500:]}"
+        return _running("chaoslock-n1") and any(line.startswith("cl-") and "-c1" in line for line in subprocess.run(
+            ["ip", "netns", "list"], capture_output=True, text=True).stdout.splitlines())
     try:
-        eventually(lambda: "chaoslock-n1" in C.docker("ps", "--format", "{{.Names}}").stdout.split()
-                   and any(line.startswith("cl-") and "-c1" in line for line in
-                           subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.splitlines()),
-                   timeout=60)
+        try:
+            eventually(up, timeout=60)
+        except AssertionError as e:
+            raise AssertionError(f"{e}; the run said: {out.read_text()[-1500:]}") from None
         time.sleep(1)
     finally:  # the chaos process alone, as the OOM killer would (test_leftovers.py does the same locally)
         p.send_signal(signal.SIGKILL)
@@ -194,22 +236,22 @@ def test_a_killed_run_is_removed_by_cluster_down_all(engine, tmp_path):
 def test_the_harness_image_runs_compose_runs_from_a_container(engine):
     """`docker compose up -d --wait harness`, then `docker compose exec harness chaos run
     --cluster compose ...`: the partition is applied from inside the harness container."""
-    if C.docker("image", "inspect", F.image("harness"), check=False).returncode:
+    if not _have_images("harness"):
         r = subprocess.run(["make", "-s", "compose-harness"], cwd=ROOT, capture_output=True, text=True, timeout=1200)
         assert r.returncode == 0, f"make compose-harness failed: {r.stdout[-1500:]}{r.stderr[-1500:]}"
-    base = ["compose", "-f", str(F.COMPOSE_FILE), "--profile", "harness"]
+    base = ["-f", str(F.COMPOSE_FILE), "--profile", "harness"]
     try:
-        C.docker(*base, "up", "-d", "--wait", "harness")
-        r = C.docker(*base, "exec", "-T", "harness", "chaos", "run", "--cluster", "compose", "--backend", "etcd",
+        C.compose_cli(*base, "up", "-d", "--wait", "harness")
+        r = C.compose_cli(*base, "exec", "-T", "harness", "chaos", "run", "--cluster", "compose", "--backend", "etcd",
                      "--nemesis", "partition", "--nemesis-interval", "1", "--time-limit", "5", "--seed", "5",
                      "--store", "/tmp/runs", "--json",
                      check=False)
         assert r.returncode == 0, f"{r.stdout[-1500:]}{r.stderr[-1500:]}"
         s = json.loads([line for line in r.stdout.splitlines() if line.startswith("{")][-1])
         assert s["valid"] is True, s
-        hist = C.docker(*base, "exec", "-T", "harness", "cat", f"{s['run_dir']}/history.jsonl").stdout
+        hist = C.compose_cli(*base, "exec", "-T", "harness", "cat", f"{s['run_dir']}/history.jsonl").stdout
         cuts = [json.loads(line) for line in hist.splitlines() if '"partition"' in line]
         assert any(op["type"] == "ok" for op in cuts), cuts[:4]
     finally:
-        C.docker(*base, "rm", "--stop", "--force", "harness", check=False)
+        C.compose_cli(*base, "rm", "--stop", "--force", "harness", check=False)
     assert not _leftovers()

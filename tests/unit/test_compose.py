@@ -22,7 +22,7 @@ from harness.cluster.kinds import server_kind  # noqa: E402
 from harness.cluster.provider import Group  # noqa: E402
 from harness.cluster.valkey import ValkeyKind  # noqa: E402
 from harness.cluster.zookeeper import ZooKeeperKind  # noqa: E402
-from harness.core.errors import BadArgument  # noqa: E402
+from harness.core.errors import BadArgument, ClusterError, MissingDependency  # noqa: E402
 from harness.core.spec import TestSpec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,10 +144,114 @@ def test_refuses_local_provider_settings():
             C.preflight(TestSpec(backend="redis", cluster="compose", **kw), "valkey")
 
 
-def test_no_engine_is_one_sentence(tmp_path, monkeypatch):
-    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+@pytest.mark.parametrize("host,why", [("unix://{tmp}/no-engine.sock", "No such file or directory"),
+                                      ("tcp://127.0.0.1:1", "Connection refused"),
+                                      ("bogus://x", "Invalid bind address")])
+def test_no_engine_is_one_sentence(tmp_path, monkeypatch, host, why):
+    monkeypatch.setenv("DOCKER_HOST", host.format(tmp=tmp_path))
     problem = C.engine_problem()
-    assert problem.startswith("no Docker engine answers") and "make compose" in problem and "\n" not in problem
+    assert problem.startswith(f"no Docker engine answers at {host.format(tmp=tmp_path)} ({why}")
+    assert "make compose" in problem and "\n" not in problem and "Traceback" not in problem
+
+
+def test_an_engine_that_never_answers_is_one_sentence_within_the_timeout(tmp_path, monkeypatch):
+    import socket
+    import time
+
+    silent = socket.socket(socket.AF_UNIX)
+    silent.bind(str(tmp_path / "silent.sock"))
+    silent.listen()
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/silent.sock")
+    t0 = time.monotonic()
+    with pytest.raises(MissingDependency, match=r"no Docker engine answers at .* \(no answer within 0.5 s\); run `make"):
+        C.Engine(timeout=0.5)
+    assert time.monotonic() - t0 < 5
+    silent.close()
+
+
+def test_without_an_engine_nothing_is_removed_or_found(tmp_path, monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    assert C.remove_run("abc123") == [] and C.leftover_runs() == set()
+
+
+def test_without_the_sdk_is_one_sentence(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "docker", None)  # `import docker` raises ImportError
+    with pytest.raises(MissingDependency, match="Docker SDK for Python is not installed"):
+        C.Engine()
+
+
+class FakeAPI:
+    """The SDK's low-level client as Engine uses it; the engine ignores label filters here, so
+    only Engine's own check keeps other runs' containers out."""
+
+    def __init__(self, fail=None):
+        self.removed, self.filters, self.fail = [], [], fail
+        self.rows = [{"Id": "c" * 64, "Names": ["/chaoslock-n1"], "Labels": {F.RUN_LABEL: "abc123"}},
+                     {"Id": "d" * 64, "Names": ["/chaoslock-n2"], "Labels": {F.RUN_LABEL: "abc124"}},
+                     {"Id": "e" * 64, "Names": ["/someone-else"], "Labels": {}}]
+        self.nets = [{"Id": "f" * 64, "Name": "chaoslock_chaos", "Labels": {F.RUN_LABEL: "abc123"}},
+                     {"Id": "a" * 64, "Name": "bridge", "Labels": {}}]
+
+    def containers(self, all=False, filters=None):
+        self.filters.append(("containers", all, filters))
+        return self.rows
+
+    def networks(self, filters=None):
+        self.filters.append(("networks", filters))
+        return self.nets
+
+    def remove_container(self, cid, v=False, force=False):
+        if self.fail:
+            raise self.fail
+        self.removed.append(("container", cid, v, force))
+
+    def remove_network(self, nid):
+        self.removed.append(("network", nid))
+
+
+@pytest.fixture
+def fake_engine(monkeypatch):
+    import docker
+
+    api = FakeAPI()
+
+    class Client:
+        def __init__(self, timeout):
+            self.api, self.timeout = api, timeout
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(docker, "from_env", lambda timeout: Client(timeout))
+    return api
+
+
+def test_remove_run_removes_only_what_carries_its_run_label(fake_engine):
+    done = C.remove_run("abc123")
+    assert ("containers", True, {"label": f"{F.RUN_LABEL}=abc123"}) in fake_engine.filters
+    assert ("networks", {"label": f"{F.RUN_LABEL}=abc123"}) in fake_engine.filters
+    assert fake_engine.removed == [("container", "c" * 64, True, True), ("network", "f" * 64)]
+    assert done == [f"container {'c' * 12} (run abc123)", f"network {'f' * 12} (run abc123)"]
+
+
+def test_leftover_runs_are_the_run_labels(fake_engine):
+    fake_engine.rows.append({"Id": "b" * 64, "Names": ["/chaoslock-harness"], "Labels": {F.RUN_LABEL: "harness"}})
+    assert C.leftover_runs() == {"abc123", "abc124"}
+    assert ("containers", True, {"label": F.RUN_LABEL}) in fake_engine.filters
+
+
+def test_engine_errors_are_one_sentence(fake_engine):
+    import docker
+    import requests
+
+    fake_engine.fail = docker.errors.APIError("500 Server Error", explanation="driver failed\nremoving container")
+    assert C.remove_run("abc123")[0] == (f"container {'c' * 12} (run abc123) was not removed: "
+                                         f"`docker rm --force --volumes {'c' * 12}` failed: driver failed removing container")
+    fake_engine.containers = lambda **kw: (_ for _ in ()).throw(requests.ConnectionError("Connection aborted."))
+    with pytest.raises(ClusterError, match=r"`docker ps -a` got no answer from the engine at .*; is dockerd healthy\?$"):
+        C.leftover_runs()
 
 
 def test_the_local_provider_never_picks_the_compose_network():
