@@ -12,7 +12,7 @@
 # Nothing here needs https inside a build: the valkey binary and the harness's Python
 # wheels are taken on the host (with the host's own trust store) into a temporary build
 # context; the containers fetch only Debian packages, from Debian's plain-http mirror.
-#   images.sh [valkey etcd zookeeper harness]   (default: the three servers)
+#   images.sh [valkey etcd zookeeper harness]   (default: every kind of harness/cluster/kinds.py)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/debs.sh
@@ -26,6 +26,13 @@ WORK=$(mktemp -d /var/tmp/chaoslock-images.XXXXXX)  # every build context and lo
 trap 'rm -rf "$WORK"' EXIT
 
 image_name() { "$PY" -c "import sys; from harness.cluster.compose_file import image; print(image(sys.argv[1]))" "$1"; }
+server_kinds() { "$PY" -c "from harness.cluster.kinds import KINDS; print(*KINDS)"; }
+# shipped KIND: "PATH NAME" of the binary a kind with no Debian package brings (ShipsBinary), or nothing
+shipped() {
+  "$PY" -c "import sys; from harness.cluster.kinds import server_kind; from harness.core.contracts import ShipsBinary
+k = server_kind(sys.argv[1])
+if isinstance(k, ShipsBinary): print(k.local_binary(), k.binary)" "$1"
+}
 
 base_image() {
   if [ -n "${CHAOSLOCK_BASE_IMAGE:-}" ]; then echo "$CHAOSLOCK_BASE_IMAGE"; return; fi
@@ -58,7 +65,6 @@ build() {
   mkdir "$ctx"
   cp "compose/Dockerfile.$kind" "$ctx/Dockerfile"
   case $kind in
-    valkey) cp "$("$PY" -c 'from harness.cluster.valkey import valkey_binary; print(valkey_binary())')" "$ctx/valkey-server" ;;
     harness)
       git ls-files -z -- pyproject.toml README.md expectations.toml harness workloads nemesis results compose clients docs \
         | tar --null -T - -c | tar -C "$ctx" -x --one-top-level=src
@@ -70,6 +76,11 @@ build() {
       rm -f "$ctx"/wheels/chaoslock-*.whl
       cp "$(command -v docker)" "$ctx/docker"
       cp "$(docker info --format '{{range .ClientInfo.Plugins}}{{if eq .Name "compose"}}{{.Path}}{{end}}{{end}}')" "$ctx/docker-compose"
+      ;;
+    *)
+      local bin
+      bin=$(shipped "$kind")
+      if [ -n "$bin" ]; then cp "${bin% *}" "$ctx/${bin##* }"; fi
       ;;
   esac
   # Wheels count by name (version), not bytes: a wheel built from an sdist differs in its timestamps every time.
@@ -90,7 +101,7 @@ build() {
 }
 
 BASE=$(base_image)
-for kind in "${@:-valkey etcd zookeeper}"; do
+for kind in "${@:-$(server_kinds)}"; do
   for k in $kind; do build "$k"; done
 done
 # Dangling layers of images this script replaced.
