@@ -37,6 +37,8 @@ NEMESES = {
     "clock-skew": "nemesis.clock:ClockSkew",
     "pause": "nemesis.process:Pause",
     "pause-holder": "nemesis.process:PauseHolder",
+    "pause-waiter": "nemesis.client:PauseWaiter",
+    "kill-holder": "nemesis.client:KillHolder",
     "kill": "nemesis.process:Kill",
     "partition": "nemesis.partition:Partition",
     "partition-client": "nemesis.partition:PartitionClient",

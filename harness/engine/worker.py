@@ -25,7 +25,7 @@ import random
 import shutil
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,11 @@ class WorkerArgs:
     holding: Any = None  # shared flags, one per worker: 1 from an ok acquire to its release (pause-holder aims by it)
     log_path: str | None = None  # where the client libraries' own logging goes
     cgroup_procs: str | None = None  # the run's clients cgroup (harness/cluster/containment.py), joined first
+    waiting: Any = None  # shared flags, one per worker: 1 from an acquire's invoke to its completion (pause-waiter)
+    recorded: Any = None  # shared counts, one per worker: ops recorded so far (kill-holder: all of them received?)
+    processes: Any = None  # shared, one per worker: the process id it records under now
+    first_process: int | None = None  # a respawned worker's first process id (default: its index)
+    deadline: float | None = None  # a respawned worker's end of the workload (monotonic), else go + time_limit
 
 
 class Recorder:
@@ -70,10 +75,11 @@ class Recorder:
     only its delivery waits."""
 
     def __init__(self, queue, process: int, holding=None, index: int = 0, batch: int | None = None,
-                 max_rate: int = MAX_OPS_PER_S):
+                 max_rate: int = MAX_OPS_PER_S, waiting=None, recorded=None, processes=None):
         self.queue = queue
-        self.process = process
         self.holding, self.index = holding, index
+        self.waiting, self.recorded, self.processes = waiting, recorded, processes
+        self.process = process
         self.batch = batch
         self.kept: list[dict] = []
         self.since = 0.0  # monotonic time of the oldest kept op
@@ -81,13 +87,27 @@ class Recorder:
         self.max_rate = max_rate
         self.throttled = 0  # seconds in which this worker was slowed to max_rate
 
+    @property
+    def process(self) -> int:
+        return self._process
+
+    @process.setter
+    def process(self, p: int) -> None:
+        self._process = p
+        if self.processes is not None:
+            self.processes[self.index] = p
+
     def __call__(self, type_: str, f: str, **kw) -> None:
         if self.holding is not None:
             if ends_hold(f, type_):
                 self.holding[self.index] = 0
             elif begins_hold(f, type_):
                 self.holding[self.index] = 1
-        d = {"time_ns": now_ns(), "process": self.process, "type": type_, "f": f}
+        if self.waiting is not None and f == "acquire":
+            self.waiting[self.index] = int(type_ == "invoke")
+        if self.recorded is not None:
+            self.recorded[self.index] += 1
+        d = {"time_ns": now_ns(), "process": self._process, "type": type_, "f": f}
         for k, v in kw.items():
             if v is not None:
                 d[k] = v
@@ -187,22 +207,25 @@ def _work(args: WorkerArgs, queue, stop, go) -> None:
     from workloads.resource import FencedCounter
 
     spec = args.spec
-    rng = random.Random(spec.seed * 7919 + args.index)
+    first = args.index if args.first_process is None else args.first_process
+    rng = random.Random(spec.seed * 7919 + first)
     client = plugins.backend_class(spec.backend)(spec.options, Clock(args.clocks, args.index, args.clock_seen))
     client.open(args.nodes)
     keys = spec.lock_keys
-    first = FencedCounter(args.store, keys[0], fencing=spec.fencing)
-    counters = {keys[0]: first}
-    rec = Recorder(queue, args.index, args.holding, args.index, batch=BATCH)
+    store = FencedCounter(args.store, keys[0], fencing=spec.fencing)
+    counters = {keys[0]: store}
+    rec = Recorder(queue, first, args.holding, args.index, batch=BATCH, waiting=args.waiting,
+                   recorded=args.recorded, processes=args.processes)
     queue.put({READY: args.index})
     go.wait()
-    end = time.monotonic() + spec.time_limit  # the runner stops the workers then (its clock starts at go)
+    # the runner stops the workers then (its clock starts at go); a respawned worker is told when
+    end = args.deadline if args.deadline is not None else time.monotonic() + spec.time_limit
     try:
         while not stop.is_set():
             key = keys[rng.randrange(len(keys))] if len(keys) > 1 else keys[0]
             counter = counters.get(key)
             if counter is None:
-                counter = counters[key] = FencedCounter(args.store, key, fencing=spec.fencing, conn=first.conn)
+                counter = counters[key] = FencedCounter(args.store, key, fencing=spec.fencing, conn=store.conn)
             if not cycle(spec, client, counter, rec, rng, end=end, key=key):
                 rec.process += spec.concurrency
             rec.settle()
@@ -210,7 +233,7 @@ def _work(args: WorkerArgs, queue, stop, go) -> None:
         rec.flush()
         try:
             client.close()
-            first.close()
+            store.close()
         except Exception:
             pass
     queue.put({DONE: args.index})
@@ -448,6 +471,22 @@ def _stop_forkserver(wait_s: float = 3.0) -> None:
             pass
 
 
+def group_members(pgid: int) -> set[int]:
+    """The live processes (zombies excluded) of a process group, from /proc."""
+    found = set()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            found.add(int(d))
+    return found
+
+
 class Workers:
     """The runner's side: the client processes, started together, paused and resumed for
     the nemeses, stopped at the end (resuming paused ones first)."""
@@ -461,8 +500,17 @@ class Workers:
         self.clock_seen = self.ctx.Array("d", [math.nan] * spec.concurrency, lock=False)  # read back by a client process
         self.external = spec.backend == "external"
         self.holding = self.ctx.Array("b", spec.concurrency, lock=False)  # 1 while a worker holds the lock
+        self.waiting = self.ctx.Array("b", spec.concurrency, lock=False)  # 1 while its acquire is in flight
+        self.recorded = self.ctx.Array("q", spec.concurrency, lock=False)  # ops each worker has recorded
+        self.processes = self.ctx.Array("q", list(range(spec.concurrency)), lock=False)  # its process id now
         self.procs: list[Any] = []
+        self.args: list[WorkerArgs] = []
         self.paused: set[int] = set()
+        self.down: set[int] = set()  # killed, not yet respawned (they count as alive: they will be back)
+        self.gone: list[Any] = []  # the Process objects of killed workers, joined at stop
+        self.time_limit = spec.time_limit
+        self.concurrency = spec.concurrency
+        self.went = None  # monotonic time of go
         self.log_dir = log_dir
         state = getattr(cluster, "dir", None)  # the run's state dir (harness/cluster/local.py)
         self.contained = getattr(cluster, "contained", None)  # the run's cgroup (harness/cluster/containment.py)
@@ -477,9 +525,14 @@ class Workers:
             args = WorkerArgs(index=i, spec=spec, nodes=place.nodes, store=store_node, netns=place.netns,
                               clocks=self.clocks, clock_seen=self.clock_seen, holding=self.holding,
                               log_path=str(log_dir / f"worker-c{i + 1}.log") if log_dir else None,
-                              cgroup_procs=procs)
-            self.procs.append(self.ctx.Process(target=worker_main, args=(args, self.queue, self.stop_event, self.go),
-                                               name=f"chaos-worker-{i}", daemon=True))
+                              cgroup_procs=procs, waiting=self.waiting, recorded=self.recorded,
+                              processes=self.processes)
+            self.args.append(args)
+            self.procs.append(self._process(args))
+
+    def _process(self, args: WorkerArgs):
+        return self.ctx.Process(target=worker_main, args=(args, self.queue, self.stop_event, self.go),
+                                name=f"chaos-worker-{args.index}", daemon=True)
 
     def start(self, timeout: float = 60.0) -> None:
         """Spawn every worker, wait until each has opened its client, then let them go."""
@@ -527,6 +580,7 @@ class Workers:
                 self.failed(msg)
             ready.add(msg[READY])
         self.go.set()
+        self.went = time.monotonic()
 
     def failed(self, msg: dict) -> None:
         """Raise the error a worker reported while opening its client, as one sentence."""
@@ -564,8 +618,75 @@ class Workers:
         return bool(self.holding[index])
 
     def resume(self, index: int) -> None:
-        os.killpg(self.pid(index), signal.SIGCONT)
+        if index not in self.down:
+            os.killpg(self.pid(index), signal.SIGCONT)
         self.paused.discard(index)
+
+    def waiting_on_acquire(self, index: int) -> bool:
+        """The worker's own flag: between the invoke of an acquire and its completion."""
+        return bool(self.waiting[index])
+
+    def process_of(self, index: int) -> int:
+        """The process id the worker records under now (it changes after an info, and on respawn)."""
+        return int(self.processes[index])
+
+    def ops_recorded(self, index: int) -> int:
+        """How many ops the worker (all its processes) has recorded: equal to the number the
+        runner received from it when nothing is kept in the worker or still in the pipe."""
+        return int(self.recorded[index])
+
+    def queue_busy(self) -> bool:
+        """Whether some process is writing into the workers' queue now. A worker killed while
+        it writes would leave half a message and the queue's lock held for ever (every other
+        worker then blocks). multiprocessing has no public call for it: the lock's value."""
+        try:
+            return self.queue._wlock._semlock._get_value() == 0
+        except AttributeError:  # no write lock (not Linux): nothing to wait for
+            return False
+
+    def kill(self, index: int, wait_s: float = 5.0) -> dict:
+        """SIGKILL the worker's process group (its client process too) and wait until no
+        process of the group is left (a zombie is gone). Returns {"pid", "group", "gone_ms"}
+        with "gone": False if some did not go within wait_s. Its flags are cleared (it holds
+        and waits for nothing now) and it stays down until `respawn`."""
+        pid = self.pid(index)
+        group = group_members(pid)
+        t = time.monotonic()
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.down.add(index)
+        self.paused.discard(index)
+        self.holding[index] = self.waiting[index] = 0
+        left = group
+        while left and time.monotonic() - t < wait_s:
+            time.sleep(0.002)
+            left = group_members(pid)
+        self.procs[index].join(max(0.0, wait_s - (time.monotonic() - t)))
+        return {"pid": pid, "group": sorted(group), "gone": not left and not self.procs[index].is_alive(),
+                "gone_ms": round(1000 * (time.monotonic() - t), 1)}
+
+    def record_for(self, index: int, ops: list[dict]) -> None:
+        """Record ops on behalf of a dead worker's process (counted as its own)."""
+        self.recorded[index] += len(ops)
+        self.queue.put(ops)
+
+    def respawn(self, index: int) -> dict:
+        """Start a new process in a killed worker's place, under a new process id (the next
+        of its slot): {"pid", "process"}. It opens its client and runs until the workload's end."""
+        from harness.core.interrupts import deferred
+
+        first = self.process_of(index) + self.concurrency
+        self.processes[index] = first
+        args = replace(self.args[index], first_process=first,
+                       deadline=(self.went or time.monotonic()) + self.time_limit)
+        self.gone.append(self.procs[index])
+        with deferred():  # a Ctrl-C half way would leave a child no Process object knows
+            self.procs[index] = self._process(args)
+            self.procs[index].start()
+        self.down.discard(index)
+        return {"pid": self.procs[index].pid, "process": first}
 
     def set_clock(self, index: int, offset_s: float) -> None:
         if self.external and self.clocks[index] != offset_s:
@@ -579,7 +700,7 @@ class Workers:
         return float(self.clock_seen[index] if self.external else self.clocks[index])
 
     def alive(self) -> int:
-        return sum(p.is_alive() for p in self.procs)
+        return sum(p.is_alive() for i, p in enumerate(self.procs) if i not in self.down) + len(self.down)
 
     def stop(self, grace: float, drain=None) -> list[int]:
         """Stop every worker, resuming paused ones first; kill those still running after
@@ -589,6 +710,8 @@ class Workers:
         self.stop_event.set()
         for i in list(self.paused):
             self.resume(i)
+        for p in self.gone:
+            p.join(0)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and any(p.pid is not None and p.is_alive() for p in self.procs):
             if drain is not None:

@@ -58,6 +58,39 @@ class Clients(Protocol):
     def clock_offset(self, index: int) -> float: ...
 
 
+@runtime_checkable
+class WatchesClients(Clients, Protocol):
+    """Optional, for faults aimed at a moment of a client's life (pause-waiter, kill-holder):
+    read its shared flags and counts. The Workers of harness.engine.worker implement it."""
+
+    def waiting_on_acquire(self, index: int) -> bool:
+        """Between the invoke of its acquire and that acquire's completion."""
+
+    def process_of(self, index: int) -> int:
+        """The process id it records under now."""
+
+    def ops_recorded(self, index: int) -> int:
+        """How many ops it has recorded (all its processes), received or not."""
+
+    def queue_busy(self) -> bool:
+        """Whether some worker is writing into the history queue at this moment."""
+
+
+@runtime_checkable
+class KillsClients(WatchesClients, Protocol):
+    """Optional: SIGKILL a client worker and start a new process in its place."""
+
+    def kill(self, index: int, wait_s: float = 5.0) -> dict:
+        """SIGKILL its process group; wait until every process of it is gone. Returns
+        {"pid", "group", "gone", "gone_ms"}."""
+
+    def record_for(self, index: int, ops: list[dict]) -> None:
+        """Record ops (dicts of the history format) for its dead process."""
+
+    def respawn(self, index: int) -> dict:
+        """A new process in its place, under the next process id: {"pid", "process"}."""
+
+
 @dataclass(slots=True, kw_only=True)
 class NemesisContext:
     """What a nemesis may touch: the spec, the cluster (ask it for capabilities with

@@ -1,0 +1,263 @@
+"""Client faults aimed at a moment of a client's life, triggered by the history.
+
+`pause-waiter`: SIGSTOP a worker while its acquire is in flight and another process holds
+the lock, for `pause_multiple` x the lease TTL (or the session timeout, where the service
+has sessions), then SIGCONT. Its lease or session runs out while it is queued; a correct
+client must not then say it holds the lock. A stopped waiter explains nothing about the
+holder: a violation under it is the client's or the server's.
+
+`kill-holder`: SIGKILL a holder's whole process group (an external client process too)
+in its critical section, right after its ok read (with `--renew`, its ok renew); after
+`respawn_after` x TTL a new process takes the worker's slot under a new process id. The dead
+holder cannot write, so it explains nothing either: what it tests is that the lock outlives
+its holder only until the lease ends.
+
+Both stop the worker first and look at it stopped before they act, so what they record is
+what happened: a waiter is paused only if its acquire is still in flight (else the op
+fails, "missed", and the next waiter is aimed at); a holder is killed only if it still
+holds, has no op in flight and every op it recorded has reached the history. The kill
+ends its hold in the history with a release it never sent: an `info` release at the moment
+of death (error "killed: ..."), so the checkers' rule (a hold ends at the release invoke)
+ends it there, and a release in doubt lets the lock go at an unknown later time, which is
+what its expiry does.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from harness.core.contracts.nemesis import KillsClients, NemesisContext, Planned, WatchesClients, complete
+from harness.core.errors import BadArgument
+from harness.core.faults import FaultKind
+from harness.core.history import NEMESIS, Holders, Op, now_ns
+from harness.core.options import Option, values
+from nemesis.process import PauseHolder
+
+KILLED = "killed: the process was SIGKILLed holding the lock (recorded for it by kill-holder); the lock ends when its lease does"
+QUEUE_WAIT_S = 0.01  # how long the history queue may stay locked under a stopped holder (another worker's write is shorter)
+STOP_TRIES = 5  # stops of a holder that was writing into the queue, before the kill is given up
+
+
+def _workers(ctx: NemesisContext, need: type, name: str):
+    if not isinstance(ctx.workers, need):
+        raise BadArgument(f"{name} needs the runner's client workers (harness.engine.worker.Workers)")
+    return ctx.workers
+
+
+class _Aimed:
+    """What both faults share: a seeded choice, a time window, a cooldown, the history seen."""
+
+    name = ""
+
+    def _setup(self, ctx: NemesisContext, span_s: float) -> None:
+        spec = ctx.spec
+        self.ctx, self.spec = ctx, spec
+        self.span_s = span_s
+        self.n = spec.concurrency
+        self.cooldown = spec.nemesis_interval
+        self.fault_phase = spec.time_limit - spec.recovery
+        self.next_allowed = spec.nemesis_interval * 0.5
+        self.rng = random.Random(spec.seed * 31 + sum(map(ord, self.name)))
+        self.holders = Holders()
+        self.seen = [0] * self.n  # ops received from each worker
+        self.last: dict[Any, Op] = {}  # each process's last op
+        self.acquired: dict[Any, Op] = {}  # each process's last ok acquire
+
+    def _see(self, event: Op) -> bool:
+        """Update what is known from a worker's op; False for other ops."""
+        if not isinstance(event.process, int):
+            return False
+        self.seen[event.process % self.n] += 1
+        self.holders.see(event)
+        self.last[event.process] = event
+        if event.f == "acquire" and event.type == "ok":
+            self.acquired[event.process] = event
+        return True
+
+    def _may_start(self, t: float) -> bool:
+        return t >= self.next_allowed and t + self.span_s < self.fault_phase
+
+    def next_fault(self, rng: random.Random) -> None:
+        return None  # purely reactive: faults come from on_event
+
+
+class PauseWaiter(_Aimed):
+    """Stops a waiter (its acquire in flight) while another process holds the lock."""
+
+    name = "pause-waiter"
+    fs = frozenset({"pause-waiter", "resume-waiter"})
+    FAULTS = (FaultKind(f="pause-waiter", heal="resume-waiter", targets="worker"),)  # explains nothing
+    OPTIONS = PauseHolder.OPTIONS  # pause_multiple, shared with pause-holder
+
+    def setup(self, ctx: NemesisContext) -> None:
+        self.workers = _workers(ctx, WatchesClients, self.name)
+        spec = ctx.spec
+        facts = spec.facts if isinstance(getattr(spec, "facts", None), dict) else {}
+        base_ms = max(spec.ttl_ms, facts.get("session_timeout_ms") or 0)  # a session outlives a short TTL
+        self._setup(ctx, values(spec.options, self.OPTIONS)["pause_multiple"] * base_ms / 1000)
+        self.paused: set[int] = set()
+
+    def heal_ops(self) -> list[tuple[str, Any]]:
+        return [("resume-waiter", None)]
+
+    def on_event(self, ctx, event: Op) -> list[Planned]:
+        """A process's ok acquire (someone holds now): aim at another worker, chosen by the
+        seeded rng; its acquire is checked when the stop has landed. The resume is planned
+        when the pause is known to have landed mid-acquire."""
+        if event.process == NEMESIS and event.f == "pause-waiter":
+            if event.type == "ok":
+                return [Planned(at=round(ctx.time + self.span_s, 3), f="resume-waiter", value=event.value,
+                                phase="heal")]
+            self.next_allowed = ctx.time  # missed: aim at the next waiter
+            return []
+        if not self._see(event) or not (event.f == "acquire" and event.type == "ok"):
+            return []
+        if self.paused or self.n < 2 or not self._may_start(ctx.time):
+            return []
+        holder = event.process % self.n
+        worker = self.rng.choice([w for w in range(self.n) if w != holder])
+        self.next_allowed = ctx.time + self.span_s + self.cooldown
+        self.paused.add(worker)
+        v = {"worker": worker, "holder": event.process, "key": event.key, "seconds": round(self.span_s, 3)}
+        return [Planned(at=ctx.time, f="pause-waiter", value=v, phase="fault")]
+
+    def invoke(self, op: Op) -> Op:
+        w = self.workers
+        if op.f == "pause-waiter":
+            i = op.value["worker"]
+            stopped = w.pause(i)
+            holders = [j for j in range(self.n) if j != i and w.holding_lock(j)]
+            if stopped and w.waiting_on_acquire(i) and holders:
+                return complete(op, "ok", value={**op.value, "process": w.process_of(i), "stopped": True,
+                                                 "holders": holders})
+            # Its acquire completed before the stop landed (or nobody held the lock any more):
+            # this pause would test nothing. Let it go at once; the next waiter is aimed at.
+            w.resume(i)
+            self.paused.discard(i)
+            why = "the stop did not land" if not stopped else \
+                "its acquire had completed" if not w.waiting_on_acquire(i) else "no other process held the lock"
+            return complete(op, "fail", error=f"missed: worker {i}: {why} before the stop landed")
+        resumed = sorted(self.paused) if op.value is None else [op.value["worker"]]
+        for i in resumed:
+            w.resume(i)
+            self.paused.discard(i)
+        return complete(op, "ok", value=op.value or {"workers": resumed})
+
+    def teardown(self) -> None:
+        for i in sorted(getattr(self, "paused", ())):
+            self.workers.resume(i)
+        self.paused = set()
+
+
+class KillHolder(_Aimed):
+    """SIGKILLs the holder in its critical section; a new process takes its place later."""
+
+    name = "kill-holder"
+    fs = frozenset({"kill-holder", "respawn-holder"})
+    FAULTS = (FaultKind(f="kill-holder", heal="respawn-holder", targets="worker"),)  # a dead holder cannot write
+    OPTIONS = (Option(name="respawn_after", type=float, default=1.0, min=0, max=1000,
+                      help="how long a killed holder's worker stays down before a new process takes its place, "
+                           "in TTLs"),)
+
+    def setup(self, ctx: NemesisContext) -> None:
+        self.workers = _workers(ctx, KillsClients, self.name)
+        spec = ctx.spec
+        self._setup(ctx, values(spec.options, self.OPTIONS)["respawn_after"] * spec.ttl_ms / 1000)
+        self.trigger = "renew" if getattr(spec, "renew", False) else "read"
+        self.down: set[int] = set()
+        self.stopped: set[int] = set()
+
+    def heal_ops(self) -> list[tuple[str, Any]]:
+        return [("respawn-holder", None)]
+
+    def on_event(self, ctx, event: Op) -> list[Planned]:
+        """A holder's ok read (with --renew, its ok renew) during the fault phase: kill its
+        worker. The respawn is planned once the kill is known to have landed."""
+        if event.process == NEMESIS and event.f == "kill-holder":
+            if event.type == "fail":
+                self.down.discard(event.value["worker"])
+                self.next_allowed = ctx.time  # missed: aim at the next holder
+                return []
+            return [Planned(at=round(ctx.time + self.span_s, 3), f="respawn-holder",
+                            value={"worker": event.value["worker"]}, phase="heal")]
+        if not self._see(event):
+            return []
+        if not (event.f == self.trigger and event.type == "ok" and event.process in self.holders.now):
+            return []
+        if self.down or not self._may_start(ctx.time):
+            return []
+        worker = event.process % self.n
+        self.next_allowed = ctx.time + self.span_s + self.cooldown
+        self.down.add(worker)
+        return [Planned(at=ctx.time, f="kill-holder", value={"process": event.process, "worker": worker},
+                        phase="fault")]
+
+    def _ready(self, i: int, process: int) -> str | None:
+        """Why the stopped worker i must not be killed now (None: it may)."""
+        w = self.workers
+        if w.process_of(i) != process:
+            return f"worker {i} went on as process {w.process_of(i)}"
+        if not w.holding_lock(i):
+            return f"process {process} had released"
+        last = self.last.get(process)
+        if last is not None and last.type == "invoke":
+            return f"process {process} had {last.f} in flight"
+        if w.ops_recorded(i) != self.seen[i]:
+            return f"process {process} had ops not yet in the history"
+        return None
+
+    def _queue_free(self) -> bool:
+        """The history queue is not locked (a write by another worker ends within QUEUE_WAIT_S)."""
+        deadline = time.monotonic() + QUEUE_WAIT_S
+        while self.workers.queue_busy():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.0005)
+        return True
+
+    def invoke(self, op: Op) -> Op:
+        w = self.workers
+        if op.f == "respawn-holder":
+            which = sorted(self.down) if op.value is None else [op.value["worker"]]
+            done = []
+            for i in which:
+                done.append({"worker": i, **w.respawn(i)})
+                self.down.discard(i)
+            return complete(op, "ok", value=done[0] if op.value is not None and done else {"respawned": done})
+        i, process = op.value["worker"], op.value["process"]
+        why = None
+        for _ in range(STOP_TRIES):
+            if not w.pause(i):
+                why = f"worker {i} did not stop"
+            else:
+                self.stopped.add(i)
+                why = self._ready(i, process)
+                if why is None and self._queue_free():
+                    break
+                why = why or "it was writing into the history queue"
+            w.resume(i)  # a stopped writer would hold the queue's lock for ever: let it finish
+            self.stopped.discard(i)
+            if not why.startswith("it was writing"):
+                return complete(op, "fail", error=f"missed: {why} when the stop landed")
+            time.sleep(0.002)
+        else:
+            return complete(op, "fail", error=f"missed: {why} each time the stop landed")
+        held = self.acquired.get(process)
+        killed = w.kill(i)
+        self.stopped.discard(i)
+        t = now_ns()
+        base = {"process": process, "f": "release", "key": held.key if held else None,
+                "value": held.value if held else None}
+        w.record_for(i, [{k: v for k, v in d.items() if v is not None} for d in
+                         ({**base, "time_ns": t, "type": "invoke"}, {**base, "time_ns": t + 1, "type": "info", "error": KILLED})])
+        value = {**op.value, **killed}
+        if not killed["gone"]:
+            return complete(op, "info", value=value, error=f"worker {i}'s process group was not gone after the kill")
+        return complete(op, "ok", value=value)
+
+    def teardown(self) -> None:
+        for i in sorted(getattr(self, "stopped", ())):  # stopped, never killed (an error between)
+            self.workers.resume(i)
+        self.stopped = set()

@@ -1,0 +1,175 @@
+"""pause-waiter (SIGSTOP a worker whose acquire is in flight while another holds the lock)
+and kill-holder (SIGKILL a holder's process group mid critical section; a new process takes
+its slot), as whole `chaos run`s on real servers, read back from the history they recorded:
+each fault landed where it was aimed, the verdict is valid or explained, and Ctrl-C while a
+waiter is stopped or a worker is down leaves nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nemesis.client import KILLED
+from tests.conftest import ROOT, eventually
+from tests.integration.nemesis.probes import MARKS, figure, nemesis_ops, run_json
+
+pytestmark = MARKS
+
+WORKER_OPS = ("acquire", "read", "write", "release", "renew")
+CONCURRENCY = 5  # chaos run's default
+
+
+def _invoke_of(history, done: dict) -> dict:
+    return max((o for o in history if o["process"] == "nemesis" and o["type"] == "invoke" and o["f"] == done["f"]
+                and o["index"] < done["index"]), key=lambda o: o["index"])
+
+
+def _ops_of(history, process) -> list[dict]:
+    return sorted((o for o in history if o["process"] == process), key=lambda o: (o["time_ns"], o["index"]))
+
+
+def _holders_at(history, t: int, but) -> set:
+    """Processes holding the lock at time t (an ok acquire, no release invoked yet), but `but`."""
+    held = set()
+    for o in sorted((o for o in history if isinstance(o["process"], int)), key=lambda o: (o["time_ns"], o["index"])):
+        if o["time_ns"] > t:
+            break
+        if o["f"] == "acquire" and o["type"] == "ok":
+            held.add(o["process"])
+        elif o["f"] == "release" and o["type"] == "invoke":
+            held.discard(o["process"])
+    return held - {but}
+
+
+def _no_unexplained(summary) -> None:
+    assert summary["valid"] is True or (summary["unexplained"] == 0 and summary["violations"] > 0), summary
+    assert "unexplained" not in summary["violations_by_cause"], summary["violations_by_cause"]
+
+
+# -- pause-waiter --------------------------------------------------------------------------
+@pytest.mark.parametrize("backend", ["redis", "zookeeper", "etcd"])
+def test_pause_waiter_stops_a_worker_mid_acquire(tmp_path, backend):
+    summary, history = run_json(tmp_path, "--backend", backend, "--nemesis", "pause-waiter", "--time-limit", "14",
+                                "--nemesis-interval", "2", "--seed", "3")
+    oks = nemesis_ops(history, "ok")
+    pauses = [o for o in oks if o["f"] == "pause-waiter"]
+    resumes = [o for o in oks if o["f"] == "resume-waiter" and "worker" in o["value"]]  # planned, one per pause
+    assert pauses and len(resumes) == len(pauses), nemesis_ops(history, "fail")
+    seen = []
+    for p, resume in zip(pauses, resumes):
+        v = p["value"]
+        assert v["stopped"] is True and v["holders"], v  # read back: state T, another worker's holding flag
+        assert resume["value"]["worker"] == v["worker"]
+        assert resume["time_ns"] - p["time_ns"] >= 0.95 * v["seconds"] * 1e9
+        mine = _ops_of(history, v["process"])
+        before = [o for o in mine if o["time_ns"] < p["time_ns"]]
+        during = [o for o in mine if p["time_ns"] < o["time_ns"] < resume["time_ns"]]
+        after = [o for o in mine if o["time_ns"] > resume["time_ns"]]
+        # its acquire was in flight: invoked before the stop, completed (if ever) after the resume
+        assert before and (before[-1]["f"], before[-1]["type"]) == ("acquire", "invoke"), before[-3:]
+        assert during == [], during  # stopped: it did nothing
+        assert _holders_at(history, p["time_ns"], v["process"]), "someone else held the lock"
+        outcome = after[0]["type"] if after and after[0]["f"] == "acquire" else None
+        seen.append((v["worker"], round((resume["time_ns"] - p["time_ns"]) / 1e9, 2), outcome))
+    missed = [o for o in nemesis_ops(history, "fail") if o["f"] == "pause-waiter"]
+    assert all(o["error"].startswith("missed: ") for o in missed), missed
+    _no_unexplained(summary)
+    figure(f"pause-waiter {backend}", f"{len(pauses)} waiters stopped mid-acquire (worker, s, its acquire then) {seen}, "
+                                      f"{len(missed)} missed; valid {summary['valid']}, violations "
+                                      f"{summary['violations_by_cause'] or 0}; {summary['run_dir']}")
+
+
+# -- kill-holder ---------------------------------------------------------------------------
+CLIENT = ("--client", f"{sys.executable} {ROOT / 'clients/example-redis/client.py'}", "--servers", "valkey:1")
+
+
+@pytest.mark.parametrize("name, args", [("redis", ("--backend", "redis")), ("etcd", ("--backend", "etcd")),
+                                        ("external-redis", CLIENT)])
+def test_kill_holder_kills_the_holders_group_and_a_new_process_takes_its_place(tmp_path, name, args):
+    summary, history = run_json(tmp_path, *args, "--nemesis", "kill-holder", "--time-limit", "14",
+                                "--nemesis-interval", "2", "--seed", "3")
+    oks = nemesis_ops(history, "ok")
+    kills = [o for o in oks if o["f"] == "kill-holder"]
+    respawns = [o for o in oks if o["f"] == "respawn-holder" and "worker" in o["value"]]  # planned, one per kill
+    assert kills and len(respawns) == len(kills), nemesis_ops(history, "fail")
+    seen = []
+    for k, r in zip(kills, respawns):
+        v = k["value"]
+        assert v["gone"] is True and v["pid"] in v["group"], v
+        if name.startswith("external"):
+            assert len(v["group"]) >= 2, v  # the worker and its client process, one group
+        assert all(not Path(f"/proc/{pid}").exists() for pid in v["group"])
+        t = _invoke_of(history, k)["time_ns"]
+        mine = _ops_of(history, v["process"])
+        before = [o for o in mine if o["time_ns"] < t]
+        after = [o for o in mine if o["time_ns"] >= t]
+        # it held, with no op in flight, when it died; after that only the hold's closing
+        # record, stamped once it was gone and before the kill was recorded ok
+        assert before[-1]["type"] != "invoke" and v["process"] in _holders_at(history, t, None), before[-3:]
+        assert [(o["type"], o["f"], o.get("error")) for o in after] == \
+            [("invoke", "release", None), ("info", "release", KILLED)], after
+        assert after[-1]["time_ns"] < k["time_ns"]
+        # a new process in its slot, under a new id, that works
+        assert r["value"]["worker"] == v["worker"] and r["value"]["pid"] not in v["group"] and r["value"]["process"] > v["process"]
+        assert r["value"]["process"] % CONCURRENCY == v["worker"]
+        assert any(o["f"] in WORKER_OPS and o["type"] != "invoke" for o in _ops_of(history, r["value"]["process"]))
+        # the lock outlived its dead holder until its lease ended, and no longer matters here:
+        # no one else was granted it before the validity the holder had been told of
+        lease = next(o for o in reversed(before) if o["f"] == "acquire" and o["type"] == "ok")
+        nxt = next((o for o in sorted(history, key=lambda o: o["time_ns"]) if o["time_ns"] > t
+                    and o["f"] == "acquire" and o["type"] == "ok" and o["process"] != v["process"]), None)
+        if nxt is not None:
+            assert nxt["time_ns"] >= lease["valid_until_ns"], (lease, nxt)
+        seen.append((v["worker"], v["gone_ms"], round(((nxt or k)["time_ns"] - t) / 1e9, 2)))
+    missed = [o for o in nemesis_ops(history, "fail") if o["f"] == "kill-holder"]
+    assert all(o["error"].startswith("missed: ") for o in missed), missed
+    assert summary["valid"] is True, summary  # a dead holder writes nothing: nothing to explain
+    figure(f"kill-holder {name}", f"{len(kills)} holders killed (worker, ms to gone, s to the next grant) {seen}, "
+                                  f"{len(missed)} missed; valid {summary['valid']}; {summary['run_dir']}")
+
+
+# -- Ctrl-C while a worker is stopped or down ------------------------------------------------
+def _written(store: Path) -> list[dict]:
+    ops = []
+    for path in store.glob("*/*/history.jsonl"):
+        for line in path.read_text().splitlines():
+            try:
+                ops.append(json.loads(line))
+            except ValueError:
+                pass
+    return ops
+
+
+@pytest.mark.parametrize("nemesis, landed", [("pause-waiter", "pause-waiter"), ("kill-holder", "kill-holder")])
+def test_ctrl_c_while_the_fault_is_on_leaves_nothing(tmp_path, nemesis, landed):
+    from tests.integration.test_interrupt import leftovers
+
+    before = leftovers()
+    p = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", "redis", "--nemesis", nemesis,
+                          "--time-limit", "60", "--seed", "4", "--nemesis-interval", "1.5", "--store", str(tmp_path),
+                          "--json", "-o", "pause_multiple=10" if nemesis == "pause-waiter" else "respawn_after=10"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        hit = eventually(lambda: next((o for o in _written(tmp_path) if o["process"] == "nemesis" and o["f"] == landed
+                                       and o["type"] == "ok"), None), timeout=40, step=0.1)
+        victim = hit["value"]["pid"] if nemesis == "kill-holder" else None
+        os.killpg(p.pid, signal.SIGINT)  # what the terminal does; the worker is stopped (or down) now
+        out, err = p.communicate(timeout=90)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert p.returncode == 130, err[-2000:]
+    after = leftovers()
+    assert {k: after[k] - before[k] for k in after if after[k] - before[k]} == {}, err[-2000:]
+    assert victim is None or not Path(f"/proc/{victim}").exists()
+    ops = _written(tmp_path)
+    assert any(o["process"] == "final" for o in ops), "the teardown went on to the final read"
+    figure(f"ctrl-c {nemesis}", f"interrupted while {landed} was on; exit 130, nothing left")
