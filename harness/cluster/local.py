@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from harness.core.contracts.cluster import Node, ProcState, check_run_id
+from harness.cluster.shaping import LinkShaping
 from harness.cluster.provider import (FAKETIME_LIB, RUN_ENV, Group, ServerCluster, clock_method, prepare_node,
                                       set_node_clock)
 from harness.core.errors import BadArgument, ClusterError, MissingDependency, PortInUse
@@ -316,9 +317,10 @@ class LocalCluster(ServerCluster):
         (self.dir / "state.json").write_text(json.dumps(state, indent=1))
 
 
-class NetnsLinks:
+class NetnsLinks(LinkShaping):
     """NetworkControl for a cluster whose hosts (servers and clients c1..cN) are hosts of
-    its netns.Network `self.network`: partitions are that network's iptables rules."""
+    its netns.Network `self.network`: partitions are that network's iptables rules, slow
+    links (ShapesLinks) its queue, statistic and htb rules (harness/cluster/shaping.py)."""
 
     network: Any
 

@@ -156,6 +156,39 @@ class NetworkControl(Protocol):
         """Whether host src can open a connection to node dst now (the cut's proof)."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Shape:
+    """What a slow link does to the packets towards its target: held `delay_ms` +- `jitter_ms`,
+    lost with probability `loss`, sent at most `rate_kbit` kbit/s (0: unlimited)."""
+
+    delay_ms: float = 0.0
+    jitter_ms: float = 0.0
+    loss: float = 0.0
+    rate_kbit: int = 0
+
+    def words(self) -> str:
+        parts = []
+        if self.delay_ms:
+            parts.append(f"+{self.delay_ms:g} ms" + (f" +-{self.jitter_ms:g}" if self.jitter_ms else ""))
+        if self.loss:
+            parts.append(f"{self.loss:.0%} loss")
+        if self.rate_kbit:
+            parts.append(f"{self.rate_kbit} kbit/s")
+        return ", ".join(parts) or "no change"
+
+
+@runtime_checkable
+class ShapesLinks(Protocol):
+    """Optional: a cluster that can slow chosen links down (harness/cluster/shaping.py).
+    `shape_links` replaces the last shape and returns what it measured; `unshape_links`
+    removes all of it and is safe to call twice."""
+
+    def shape_links(self, pairs: Sequence[tuple[str, str]], shape: Shape, *, seed: int = 0,
+                    probes: int = 5) -> dict: ...
+
+    def unshape_links(self) -> None: ...
+
+
 class ServerKind(Protocol):
     """Everything about one kind of server, in one class: how it is named, installed, packaged
     in an image, configured, started, probed and clock-moved. Every provider (local, compose,

@@ -1,0 +1,193 @@
+"""Slow links without netem: delay, jitter, loss and bandwidth on chosen links of a run.
+
+This kernel has no netem (nor toxiproxy here), so `slow-link` is made from what works, in the
+kernel path, with no proxy and no address change:
+
+  delay, jitter  an iptables NFQUEUE rule in the source's namespace (OUTPUT, to the target's
+                 address) hands each packet to harness/cluster/delayer.py, which holds it
+                 delay +- jitter ms; `--queue-bypass` lets packets through if it is gone
+  loss           an iptables `statistic --mode random` DROP in the target's namespace (INPUT,
+                 from the source's address): a lost packet, as the network would lose it
+  bandwidth      an htb class of `rate` kbit on the source's eth0, u32-filtered to the targets
+                 (traffic to the never-faulted store is not shaped)
+
+Only the direction source -> target is shaped: a request is late, its reply is not, so a
+round trip grows by the delay once. Every rule carries the comment `chaosshape-<run id>`
+and lives in a namespace of the run (gone with it); the delayer runs in the run's cgroup.
+`shape_links` measures what it made (TCP connects from the source to the target's port,
+before and after) and returns it, so a fault is recorded only as measured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import statistics
+import subprocess
+import sys
+from dataclasses import asdict
+from typing import Any, Sequence
+
+from harness.core.interrupts import quiet_group
+from harness.core.contracts.cluster import Shape
+from harness.core.errors import NemesisError
+
+QUEUE = 7  # queue numbers are per namespace, and the namespaces are the run's own
+MECHANISM = "nfqueue delay + iptables statistic loss + htb rate (no netem in this kernel)"
+
+_PROBE = r"""
+import json, socket, sys, time
+host, port, n, timeout = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+out = []
+for _ in range(n):
+    t = time.monotonic()
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+        out.append(round((time.monotonic() - t) * 1000, 2))
+    except OSError:
+        out.append(None)
+print(json.dumps(out))
+"""
+
+
+def _ns_run(ns: str, argv: list[str], *, input: str | None = None, timeout: float = 20) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", "netns", "exec", ns, *argv], input=input, capture_output=True, text=True,
+                          timeout=timeout, **quiet_group())
+
+
+class LinkShaping:
+    """`ShapesLinks` for a cluster whose hosts are hosts of its netns.Network `self.network`
+    (servers and clients c1..cN). Uses `self.run_id`, `self.dir` and, when there is one, the
+    run's cgroup `self.contained`."""
+
+    network: Any
+    run_id: str
+
+    def _shape_state(self) -> dict:
+        if not hasattr(self, "_shaped"):
+            self._shaped: dict = {"rules": {}, "qdiscs": [], "delayer": None}
+        return self._shaped
+
+    def shape_links(self, pairs: Sequence[tuple[str, str]], shape: Shape, *, seed: int = 0,
+                    probes: int = 5) -> dict:
+        """Shape every (source host, target node) link of `pairs`, replacing the last shape,
+        and return what was asked and measured: the connect round trip from the first source
+        to the first target before and after, and with loss the share of failed connects."""
+        if not pairs:
+            raise NemesisError("slow-link has no link to shape")
+        self.unshape_links()
+        src0, dst0 = pairs[0]
+        target = self.node(dst0)
+        before = self._probe(src0, target, probes, timeout=2.0)
+        comment = f"chaosshape-{self.run_id}"
+        rules: dict[str, list[str]] = {}
+        by_src: dict[str, list[str]] = {}
+        for src, dst in pairs:
+            s, d = self.network.host(src), self.network.host(dst)
+            by_src.setdefault(s.netns, []).append(d.addr)
+            if shape.delay_ms or shape.jitter_ms:
+                rules.setdefault(s.netns, []).append(
+                    f"-I OUTPUT 1 -d {d.addr}/32 -m comment --comment {comment} "
+                    f"-j NFQUEUE --queue-num {QUEUE} --queue-bypass")
+            if shape.loss:
+                rules.setdefault(d.netns, []).append(
+                    f"-I INPUT 1 -s {s.addr}/32 -m statistic --mode random --probability {shape.loss:.6f} "
+                    f"-m comment --comment {comment} -j DROP")
+        state = self._shape_state()
+        try:
+            if shape.delay_ms or shape.jitter_ms:
+                state["delayer"] = self._start_delayer(sorted(by_src), shape, seed)
+            for ns, lines in rules.items():
+                r = _ns_run(ns, ["iptables-restore", "-w", "--noflush"], input="*filter\n" + "\n".join(lines) + "\nCOMMIT\n")
+                if r.returncode != 0:
+                    raise NemesisError(f"could not add the slow-link rules in {ns}: {r.stderr.strip()[:300]}")
+                state["rules"][ns] = [l.replace("-I OUTPUT 1 ", "-D OUTPUT ").replace("-I INPUT 1 ", "-D INPUT ")
+                                      for l in lines]
+            if shape.rate_kbit:
+                for ns, addrs in by_src.items():
+                    self._rate(ns, addrs, shape.rate_kbit)
+                    state["qdiscs"].append(ns)
+        except BaseException:
+            self.unshape_links()
+            raise
+        timeout = 0.5 + 3 * (shape.delay_ms + shape.jitter_ms) / 1000
+        after = self._probe(src0, target, probes if not shape.loss else max(probes, 40), timeout=timeout)
+        return {"links": [list(p) for p in pairs], "asked": asdict(shape), "mechanism": MECHANISM,
+                "probe": f"{src0}->{dst0}:{target.port}", **_summary(before, after)}
+
+    def unshape_links(self) -> None:
+        """Remove every rule, qdisc and delayer of the last shape; safe to call twice."""
+        state = self._shape_state()
+        errors = []
+        for ns, lines in list(state["rules"].items()):
+            r = _ns_run(ns, ["iptables-restore", "-w", "--noflush"], input="*filter\n" + "\n".join(lines) + "\nCOMMIT\n")
+            if r.returncode != 0 and os.path.exists(f"/var/run/netns/{ns}"):
+                errors.append(f"{ns}: {r.stderr.strip()[:200]}")
+            del state["rules"][ns]
+        for ns in list(state["qdiscs"]):
+            _ns_run(ns, ["tc", "qdisc", "del", "dev", "eth0", "root"])
+            state["qdiscs"].remove(ns)
+        proc = state["delayer"]
+        if proc is not None:
+            state["delayer"] = None
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=5)
+        if errors:
+            raise NemesisError("could not remove the slow-link rules: " + "; ".join(errors))
+
+    def _start_delayer(self, namespaces: list[str], shape: Shape, seed: int) -> subprocess.Popen:
+        contained = getattr(self, "contained", None)
+        log = open(os.path.join(self.dir, "delayer.log"), "ab")
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "harness.cluster.delayer", "--queue", str(QUEUE),
+                 "--delay-ms", str(shape.delay_ms), "--jitter-ms", str(shape.jitter_ms), "--seed", str(seed),
+                 *namespaces],
+                stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
+                preexec_fn=contained.preexec("servers") if contained is not None else None)
+        finally:
+            log.close()
+        ready, _, _ = select.select([proc.stdout], [], [], 15)
+        line = proc.stdout.readline().strip() if ready else b""
+        if line != b"ready":
+            proc.kill()
+            proc.wait(timeout=5)
+            raise NemesisError(f"the packet delayer did not start (see {os.path.join(self.dir, 'delayer.log')}); "
+                               f"is fnfqueue installed (`make install`)?")
+        return proc
+
+    @staticmethod
+    def _rate(ns: str, addrs: list[str], kbit: int) -> None:
+        cmds = [["tc", "qdisc", "add", "dev", "eth0", "root", "handle", "1:", "htb", "default", "10", "r2q", "1000"],
+                ["tc", "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:10", "htb", "rate", "10gbit"],
+                ["tc", "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:20", "htb", "rate", f"{kbit}kbit"]]
+        cmds += [["tc", "filter", "add", "dev", "eth0", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+                  "match", "ip", "dst", f"{a}/32", "flowid", "1:20"] for a in sorted(set(addrs))]
+        for argv in cmds:
+            r = _ns_run(ns, argv)
+            if r.returncode != 0:
+                raise NemesisError(f"`{' '.join(argv)}` in {ns} failed: {r.stderr.strip()[:200]}")
+
+    def _probe(self, src: str, target, n: int, *, timeout: float) -> list[float | None]:
+        ns = self.network.host(src).netns
+        r = _ns_run(ns, [sys.executable, "-c", _PROBE, target.host, str(target.port), str(n), str(timeout)],
+                    timeout=n * timeout + 20)
+        try:
+            return json.loads(r.stdout)
+        except ValueError:
+            raise NemesisError(f"could not measure the link {src}->{target.name}: {r.stderr.strip()[:200]}") from None
+
+
+def _summary(before: list, after: list) -> dict:
+    ok_b = [x for x in before if x is not None]
+    ok_a = [x for x in after if x is not None]
+    return {"rtt_before_ms": round(statistics.median(ok_b), 2) if ok_b else None,
+            "rtt_after_ms": round(statistics.median(ok_a), 2) if ok_a else None,
+            "connects_failed": f"{len(after) - len(ok_a)}/{len(after)}"}
