@@ -71,26 +71,42 @@ CLIENTS = Path(__file__).resolve().parent.parent / "clients"  # the reference cl
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReferenceClient:
-    """A lock client shipped in clients/ (built by `make install`), as `chaos list` shows it."""
+    """A lock client shipped in clients/ (built by `make install`), as `chaos list` shows it.
+
+    A reference client tests its library as shipped: it adds no safety check the library
+    does not make. A check that is useful anyway is one of its `options`, off by default;
+    the client reads it from init's options (every -o reaches it as given)."""
 
     name: str
     command: str  # what --client takes
     servers: str  # what --servers takes
     built: Path  # exists once it is built
-    what: str
+    about: str
+    options: tuple[Option, ...] = ()  # read by the client process itself, not by chaoslock
+
+    @property
+    def what(self) -> str:
+        """`about`, then each option with its type and default (`chaos list` prints this)."""
+        return "; ".join([self.about, *(
+            f"-o {o.name} ({'true|false' if o.type is bool else o.type.__name__}, default "
+            f"{str(o.default).lower() if o.type is bool else o.default}): {o.help}" for o in self.options)])
 
 
 REFERENCE_CLIENTS = (
     ReferenceClient(name="go-etcd", command=str(CLIENTS / "go-etcd/bin/go-etcd"), servers="etcd:3",
-                    built=CLIENTS / "go-etcd/bin/go-etcd", what="etcd's own Go clientv3/concurrency Mutex (etcd 3.4.23)"),
+                    built=CLIENTS / "go-etcd/bin/go-etcd",
+                    about="etcd's own Go clientv3/concurrency Mutex (etcd 3.4.23), as shipped",
+                    options=(Option(name="reread_after_lock", type=bool, default=False,
+                                    help="after Lock, Get the lock key; gone: revoke, answer fail (etcd 3.5 checks "
+                                         "this after a wait, 3.4 does not)"),)),
     ReferenceClient(name="java-curator", command=str(CLIENTS / "java-curator/bin/java-curator"), servers="zookeeper:3",
-                    built=CLIENTS / "java-curator/bin/java-curator", what="Apache Curator's InterProcessMutex (5.4.0)"),
+                    built=CLIENTS / "java-curator/bin/java-curator", about="Apache Curator's InterProcessMutex (5.4.0)"),
     ReferenceClient(name="node-redlock", command=f"node {CLIENTS / 'node-redlock/client.js'}", servers="valkey:5",
-                    built=CLIENTS / "node-redlock/node_modules", what="redlock 4.2.0 from npm on ioredis, five masters"),
+                    built=CLIENTS / "node-redlock/node_modules", about="redlock 4.2.0 from npm on ioredis, five masters"),
     ReferenceClient(name="python-relay", command=f"python3 {CLIENTS / 'python-relay/relay.py'} --backend NAME",
-                    servers="KIND:N", built=CLIENTS / "python-relay/relay.py", what="any built-in backend over the protocol"),
+                    servers="KIND:N", built=CLIENTS / "python-relay/relay.py", about="any built-in backend over the protocol"),
     ReferenceClient(name="example-redis", command=f"python3 {CLIENTS / 'example-redis/client.py'}", servers="valkey:1",
-                    built=CLIENTS / "example-redis/client.py", what="the 35-line example: SET NX PX on one Redis"),
+                    built=CLIENTS / "example-redis/client.py", about="the 35-line example: SET NX PX on one Redis"),
 )
 
 

@@ -6,6 +6,16 @@
 //	chaos run --client clients/go-etcd/bin/go-etcd --servers etcd:3 -n pause-holder --fencing
 //
 // One JSON request per line on stdin, one reply per line on stdout; logs on stderr.
+//
+// It tests the library as shipped: a thin shell over its public calls that adds no safety
+// check of its own. When Lock returns nil the lock is taken, whatever etcd holds by then. A
+// check the library does not make is a named option, off by default, read from init's
+// options (-o NAME=VALUE) and declared in workloads/external.py (chaos list):
+//
+//	reread_after_lock  after Lock, Get our key; if it is gone, revoke and answer fail.
+//	                   etcd 3.5's Lock makes this check after a wait (ErrSessionExpired);
+//	                   3.4's does not, so a waiter whose session expired while it waited is
+//	                   told it holds the lock. With this on, a run tests the check, not 3.4.
 package main
 
 import (
@@ -17,6 +27,7 @@ import (
 	"log"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/clientv3"
@@ -34,10 +45,11 @@ type request struct {
 		Host string `json:"host"`
 		Port int    `json:"port"`
 	} `json:"servers"`
-	Key      string  `json:"key"`
-	Value    string  `json:"value"`
-	TTLms    int64   `json:"ttl_ms"`
-	TimeoutS float64 `json:"timeout_s"`
+	Key      string                 `json:"key"`
+	Value    string                 `json:"value"`
+	TTLms    int64                  `json:"ttl_ms"`
+	TimeoutS float64                `json:"timeout_s"`
+	Options  map[string]interface{} `json:"options"`
 }
 
 type reply map[string]interface{}
@@ -52,6 +64,8 @@ var (
 	endpoints []string
 	cli       *clientv3.Client
 	leases    = map[string]*lease{} // by value (the mutex key)
+	// -o reread_after_lock (see the top of this file); false is the library as shipped.
+	rereadAfterLock bool
 )
 
 func fail(err string) reply { return reply{"type": "fail", "error": err} }
@@ -115,23 +129,37 @@ func acquire(req request) reply {
 		}
 		return fail("not acquired: " + err.Error())
 	}
-	// The fencing token: the create revision of our key (mu.Header().Revision is not it when
-	// Lock had to wait for an earlier holder).
+	if rereadAfterLock {
+		if r := reread(s, mu); r != nil {
+			return r
+		}
+	}
+	// The fencing token: the revision of the header Lock received on acquiring the lock
+	// (Mutex.Header, the only one it exposes): its put's when it did not wait, else the one at
+	// which no earlier key was left. Each later holder's is higher: it saw our key deleted.
+	leases[mu.Key()] = &lease{session: s, mutex: mu, ttl: ttl}
+	return reply{"type": "ok", "value": mu.Key(), "token": mu.Header().Revision, "valid_ms": ttl * 1000}
+}
+
+// reread is the check of -o reread_after_lock, not the library's: Get our key after Lock
+// returned; nil if it is there, else the reply (our session revoked, so fail if that
+// certainly worked). etcd 3.5's Lock does the same after a wait; 3.4's does not.
+func reread(s *concurrency.Session, mu *concurrency.Mutex) reply {
 	gctx, gcancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer gcancel()
 	resp, err := cli.Get(gctx, mu.Key())
-	if err != nil || len(resp.Kvs) == 0 {
-		why := "key gone right after Lock"
-		if err != nil {
-			why = err.Error()
-		}
-		if rerr := revoke(s, 1500*time.Millisecond); rerr != nil {
-			return reply{"type": "info", "error": fmt.Sprintf("locked but no token (%s); revoke: %v", why, rerr)}
-		}
-		return fail("locked but no token (" + why + "); revoked")
+	if err == nil && len(resp.Kvs) > 0 {
+		return nil
 	}
-	leases[mu.Key()] = &lease{session: s, mutex: mu, ttl: ttl}
-	return reply{"type": "ok", "value": mu.Key(), "token": resp.Kvs[0].CreateRevision, "valid_ms": ttl * 1000}
+	why := "key gone right after Lock"
+	if err != nil {
+		why = err.Error()
+	}
+	log.Printf("reread_after_lock: %s: %s", mu.Key(), why)
+	if rerr := revoke(s, 1500*time.Millisecond); rerr != nil {
+		return reply{"type": "info", "error": fmt.Sprintf("locked but reread failed (%s); revoke: %v", why, rerr)}
+	}
+	return fail("locked but reread failed (" + why + "); revoked")
 }
 
 func release(req request) reply {
@@ -151,6 +179,24 @@ func release(req request) reply {
 		return info(err)
 	}
 	return reply{"type": "ok"} // even when the key was already gone: Unlock says nil, so do we
+}
+
+// flag is a boolean client option as -o gives it (a string) or as JSON does: absent is false.
+func flag(opts map[string]interface{}, name string) (bool, error) {
+	switch v := opts[name].(type) {
+	case nil:
+		return false, nil
+	case bool:
+		return v, nil
+	case string:
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "1", "true", "yes", "on":
+			return true, nil
+		case "0", "false", "no", "off":
+			return false, nil
+		}
+	}
+	return false, fmt.Errorf("-o %s=%v: %s is a flag; give true or false (or yes/no, on/off, 1/0)", name, opts[name], name)
 }
 
 func sessionDone(s *concurrency.Session) bool {
@@ -175,13 +221,20 @@ func closeAll() {
 func handle(req request) reply {
 	switch req.Op {
 	case "init":
+		on, err := flag(req.Options, "reread_after_lock")
+		if err != nil { // refused before the run starts: the harness shows this line
+			log.Fatal(err)
+		}
+		rereadAfterLock = on
+		log.Printf("reread_after_lock=%v", on)
 		for _, s := range req.Servers {
 			endpoints = append(endpoints, fmt.Sprintf("%s:%d", s.Host, s.Port))
 		}
-		if err := connect(); err != nil {
-			return reply{"type": "error", "error": err.Error()} // retried at the next acquire
+		// reread_after_lock is echoed so a test (and a reader of the history) can see it
+		if err := connect(); err != nil { // retried at the next acquire
+			return reply{"type": "error", "error": err.Error(), "reread_after_lock": on}
 		}
-		return reply{"type": "ok"}
+		return reply{"type": "ok", "reread_after_lock": on}
 	case "acquire":
 		return acquire(req)
 	case "release":
