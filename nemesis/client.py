@@ -42,7 +42,7 @@ STOP_TRIES = 5  # stops of a holder that was writing into the queue, before the 
 
 def _workers(ctx: NemesisContext, need: type, name: str):
     if not isinstance(ctx.workers, need):
-        raise BadArgument(f"{name} needs the runner's client workers (harness.engine.worker.Workers)")
+        raise BadArgument(f"{name} needs the runner's client workers (harness.engine.pool.Workers)")
     return ctx.workers
 
 

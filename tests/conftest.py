@@ -73,7 +73,7 @@ def no_leftovers(request):
         for rid in new:
             kill_run(rid)
         pytest.fail(f"test left run(s) behind: {sorted(new)} (cleaned up now)")
-    assert not _fork_servers(), "a run's fork server outlived it (harness.engine.worker._stop_forkserver)"
+    assert not _fork_servers(), "a run's fork server outlived it (harness.engine.pool._stop_forkserver)"
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     leaked = [line.split()[0] for line in ns.splitlines() if any(f"cl-{rid}-" in line for rid in new)]
     assert not leaked, f"namespaces left behind: {leaked}"

@@ -1,4 +1,4 @@
-"""Imported by each run's fork server before anything else it preloads (worker._context):
+"""Imported by each run's fork server before anything else it preloads (pool._context):
 the fork server dies with the chaos process that started it.
 
 Without this a SIGKILLed runner leaves its fork server and every worker running: the

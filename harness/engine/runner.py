@@ -25,7 +25,8 @@ from harness.core.history import NEMESIS, Holders, HistoryWriter, Op, now_ns
 from harness.core.progress import Progress
 from harness.core.options import cluster_option, values
 from harness.core.spec import TestSpec
-from harness.engine.worker import DONE, FAILED, MAX_OPS_PER_S, READY, THROTTLED, Workers
+from harness.engine.pool import Workers
+from harness.engine.worker import DONE, FAILED, MAX_OPS_PER_S, READY, THROTTLED
 from harness.core.contracts.nemesis import NemesisContext, Planned
 from nemesis.base import Combined
 from results import store

@@ -15,7 +15,8 @@ from harness.core.errors import BadArgument
 from harness.core.history import NEMESIS, Op
 from harness.core.spec import TestSpec
 from harness.engine.generator import Context
-from harness.engine.worker import Recorder, group_members
+from harness.engine.pool import group_members
+from harness.engine.worker import Recorder
 from nemesis.client import KILLED, KillHolder, PauseWaiter
 from tests.unit.test_causes import H
 

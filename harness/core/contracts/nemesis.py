@@ -40,7 +40,7 @@ class Planned:
 
 @runtime_checkable
 class Clients(Protocol):
-    """What a nemesis may do to the client workers (harness.engine.worker.Workers): stop and
+    """What a nemesis may do to the client workers (harness.engine.pool.Workers): stop and
     continue one (index 0..concurrency-1), ask whether it holds the lock, skew its
     in-process wall clock. `paused` is the set of indexes stopped now."""
 
@@ -61,7 +61,7 @@ class Clients(Protocol):
 @runtime_checkable
 class WatchesClients(Clients, Protocol):
     """Optional, for faults aimed at a moment of a client's life (pause-waiter, kill-holder):
-    read its shared flags and counts. The Workers of harness.engine.worker implement it."""
+    read its shared flags and counts. The Workers of harness.engine.pool implement it."""
 
     def waiting_on_acquire(self, index: int) -> bool:
         """Between the invoke of its acquire and that acquire's completion."""
