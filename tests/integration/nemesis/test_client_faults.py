@@ -90,6 +90,7 @@ CLIENT = ("--client", f"{sys.executable} {ROOT / 'clients/example-redis/client.p
 
 
 @pytest.mark.parametrize("name, args", [("redis", ("--backend", "redis")), ("etcd", ("--backend", "etcd")),
+                                        ("etcd-renew", ("--backend", "etcd", "--renew")),
                                         ("external-redis", CLIENT)])
 def test_kill_holder_kills_the_holders_group_and_a_new_process_takes_its_place(tmp_path, name, args):
     summary, history = run_json(tmp_path, *args, "--nemesis", "kill-holder", "--time-limit", "14",
@@ -112,6 +113,8 @@ def test_kill_holder_kills_the_holders_group_and_a_new_process_takes_its_place(t
         # it held, with no op in flight, when it died; after that only the hold's closing
         # record, stamped once it was gone and before the kill was recorded ok
         assert before[-1]["type"] != "invoke" and v["process"] in _holders_at(history, t, None), before[-3:]
+        if "--renew" in args:  # with --renew it is aimed once the holder has renewed
+            assert (before[-1]["f"], before[-1]["type"]) == ("renew", "ok"), before[-3:]
         assert [(o["type"], o["f"], o.get("error")) for o in after] == \
             [("invoke", "release", None), ("info", "release", KILLED)], after
         assert after[-1]["time_ns"] < k["time_ns"]
@@ -121,11 +124,12 @@ def test_kill_holder_kills_the_holders_group_and_a_new_process_takes_its_place(t
         assert any(o["f"] in WORKER_OPS and o["type"] != "invoke" for o in _ops_of(history, r["value"]["process"]))
         # the lock outlived its dead holder until its lease ended, and no longer matters here:
         # no one else was granted it before the validity the holder had been told of
-        lease = next(o for o in reversed(before) if o["f"] == "acquire" and o["type"] == "ok")
+        told = max(o["valid_until_ns"] for o in before if o["f"] in ("acquire", "renew") and o["type"] == "ok"
+                   and o.get("valid_until_ns"))  # its last acquire's validity, or a later renew's
         nxt = next((o for o in sorted(history, key=lambda o: o["time_ns"]) if o["time_ns"] > t
                     and o["f"] == "acquire" and o["type"] == "ok" and o["process"] != v["process"]), None)
         if nxt is not None:
-            assert nxt["time_ns"] >= lease["valid_until_ns"], (lease, nxt)
+            assert nxt["time_ns"] >= told, (told, nxt)
         seen.append((v["worker"], v["gone_ms"], round(((nxt or k)["time_ns"] - t) / 1e9, 2)))
     missed = [o for o in nemesis_ops(history, "fail") if o["f"] == "kill-holder"]
     assert all(o["error"].startswith("missed: ") for o in missed), missed
