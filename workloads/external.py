@@ -100,7 +100,11 @@ REFERENCE_CLIENTS = (
                                     help="after Lock, Get the lock key; gone: revoke, answer fail (etcd 3.5 checks "
                                          "this after a wait, 3.4 does not)"),)),
     ReferenceClient(name="java-curator", command=str(CLIENTS / "java-curator/bin/java-curator"), servers="zookeeper:3",
-                    built=CLIENTS / "java-curator/bin/java-curator", about="Apache Curator's InterProcessMutex (5.4.0)"),
+                    built=CLIENTS / "java-curator/bin/java-curator",
+                    about="Apache Curator's InterProcessMutex (5.4.0), as shipped",
+                    options=(Option(name="recheck_node_after_acquire", type=bool, default=False,
+                                    help="after acquire(), read the lock node; gone: release, answer info (Curator's "
+                                         "acquire() does not look again once its loop saw the node first)"),)),
     ReferenceClient(name="node-redlock", command=f"node {CLIENTS / 'node-redlock/client.js'}", servers="valkey:5",
                     built=CLIENTS / "node-redlock/node_modules", about="redlock 4.2.0 from npm on ioredis, five masters"),
     ReferenceClient(name="python-relay", command=f"python3 {CLIENTS / 'python-relay/relay.py'} --backend NAME",

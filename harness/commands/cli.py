@@ -288,8 +288,13 @@ def list_cmd(show_options):
                     owners.setdefault(o.name, []).append(n)
         for o in options.CLUSTER_OPTIONS:
             owners.setdefault(o.name, []).append("cluster")
+        every = options.every_option()
+        for c in REFERENCE_CLIENTS:  # read by the client process itself; declared beside it
+            for o in c.options:
+                every.setdefault(o.name, o)
+                owners.setdefault(o.name, []).append(f"client {c.name}")
         print("options (-o NAME=VALUE):")
-        for name, o in sorted(options.every_option().items()):
+        for name, o in sorted(every.items()):
             kind = "|".join(o.choices) if o.choices else ("true|false" if o.type is bool else o.type.__name__)
             print(f"  {name} ({kind}, default {o.default}; {', '.join(owners.get(name, []))}): {o.help}")
     return 0
