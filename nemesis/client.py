@@ -94,6 +94,9 @@ class PauseWaiter(_Aimed):
     def setup(self, ctx: NemesisContext) -> None:
         self.workers = _workers(ctx, WatchesClients, self.name)
         spec = ctx.spec
+        if spec.concurrency < 2:
+            raise BadArgument(f"{self.name} needs a waiter and a holder: use --concurrency 2 or more "
+                              f"(this run has {spec.concurrency})")
         facts = spec.facts if isinstance(getattr(spec, "facts", None), dict) else {}
         base_ms = max(spec.ttl_ms, facts.get("session_timeout_ms") or 0)  # a session outlives a short TTL
         self._setup(ctx, values(spec.options, self.OPTIONS)["pause_multiple"] * base_ms / 1000)

@@ -125,6 +125,12 @@ def test_both_refuse_workers_they_cannot_watch():
     assert isinstance(Workers(), KillsClients)
 
 
+def test_pause_waiter_refuses_a_single_worker():
+    s = TestSpec(backend="redis", nemesis=("pause-waiter",), concurrency=1).validate()
+    with pytest.raises(BadArgument, match="--concurrency 2"):
+        PauseWaiter().setup(NemesisContext(spec=s, cluster=None, workers=Workers()))
+
+
 # -- pause-waiter --------------------------------------------------------------------------
 def test_an_ok_acquire_aims_a_pause_at_another_worker_chosen_by_the_seed():
     (p,) = see(make(PauseWaiter), 1.5, *acquired(4))

@@ -53,7 +53,7 @@ def _no_unexplained(summary) -> None:
 
 
 # -- pause-waiter --------------------------------------------------------------------------
-@pytest.mark.parametrize("backend", ["redis", "zookeeper", "etcd"])
+@pytest.mark.parametrize("backend", ["redis", "redlock", "zookeeper", "etcd"])
 def test_pause_waiter_stops_a_worker_mid_acquire(tmp_path, backend):
     summary, history = run_json(tmp_path, "--backend", backend, "--nemesis", "pause-waiter", "--time-limit", "14",
                                 "--nemesis-interval", "2", "--seed", "3")
@@ -89,7 +89,8 @@ def test_pause_waiter_stops_a_worker_mid_acquire(tmp_path, backend):
 CLIENT = ("--client", f"{sys.executable} {ROOT / 'clients/example-redis/client.py'}", "--servers", "valkey:1")
 
 
-@pytest.mark.parametrize("name, args", [("redis", ("--backend", "redis")), ("etcd", ("--backend", "etcd")),
+@pytest.mark.parametrize("name, args", [("redis", ("--backend", "redis")), ("redlock", ("--backend", "redlock")),
+                                        ("etcd", ("--backend", "etcd")),
                                         ("etcd-renew", ("--backend", "etcd", "--renew")),
                                         ("external-redis", CLIENT)])
 def test_kill_holder_kills_the_holders_group_and_a_new_process_takes_its_place(tmp_path, name, args):
