@@ -131,8 +131,9 @@ class PauseWaiter(_Aimed):
         if op.f == "pause-waiter":
             i = op.value["worker"]
             stopped = w.pause(i)
+            waiting = w.waiting_on_acquire(i)  # read while it is stopped: it cannot change
             holders = [j for j in range(self.n) if j != i and w.holding_lock(j)]
-            if stopped and w.waiting_on_acquire(i) and holders:
+            if stopped and waiting and holders:
                 return complete(op, "ok", value={**op.value, "process": w.process_of(i), "stopped": True,
                                                  "holders": holders})
             # Its acquire completed before the stop landed (or nobody held the lock any more):
@@ -140,7 +141,7 @@ class PauseWaiter(_Aimed):
             w.resume(i)
             self.paused.discard(i)
             why = "the stop did not land" if not stopped else \
-                "its acquire had completed" if not w.waiting_on_acquire(i) else "no other process held the lock"
+                "its acquire had completed" if not waiting else "no other process held the lock"
             return complete(op, "fail", error=f"missed: worker {i}: {why} before the stop landed")
         resumed = sorted(self.paused) if op.value is None else [op.value["worker"]]
         for i in resumed:
