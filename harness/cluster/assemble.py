@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.core.contracts.cluster import Cluster
 from harness.cluster.kinds import node_names, server_kind, servers_of
 from harness.cluster.provider import Group
-from harness.cluster.local import local_cluster
 from harness.cluster.valkey import ValkeyKind
+from harness.core import plugins
+from harness.core.contracts.cluster import Cluster
 from harness.core.spec import TestSpec
 
 
@@ -29,29 +29,10 @@ def make_cluster(spec: TestSpec, run_id: str, log_dir: Path, nemeses: list) -> C
     fake = moves and kind.clock_method == "faketime"
     lock = Group(kind=kind, names=node_names(kind_name, count), role="lock", fake_clock=fake)
     res = Group(kind=ValkeyKind(), names=("store",), role="store")
-    if spec.cluster == "compose":
-        from harness.cluster.compose import make_compose_cluster
-
-        return make_compose_cluster(spec, run_id, log_dir, [lock, res])
-    if spec.cluster == "ssh":
-        from harness.cluster.ssh import make_ssh_cluster
-
-        return make_ssh_cluster(spec, run_id, log_dir, [lock, res])
-    return local_cluster(run_id, [lock, res], clients=spec.concurrency, netns=spec.netns, log_dir=log_dir,
-                         base_port=spec.base_port)
+    return plugins.provider(spec.cluster).make_cluster(spec, run_id, log_dir, [lock, res])
 
 
 def preflight(spec: TestSpec) -> None:
     """What the run's servers need installed, checked before its run dir exists: a missing
     binary is one sentence, and leaves no empty run dir behind."""
-    if spec.cluster == "local":
-        server_kind(servers_of(spec.backend, spec.options)[0], spec.options).check_installed()
-        ValkeyKind().check_installed()  # the store
-    elif spec.cluster == "ssh":
-        from harness.cluster.ssh import preflight as ssh_preflight
-
-        ssh_preflight(spec)
-    else:
-        from harness.cluster.compose import preflight as compose_preflight
-
-        compose_preflight(spec, servers_of(spec.backend, spec.options)[0])
+    plugins.provider(spec.cluster).preflight(spec, servers_of(spec.backend, spec.options)[0])

@@ -36,7 +36,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from harness.core.outputcap import copy_capped
 from harness.core.contracts.cluster import Node, check_run_id
@@ -412,11 +412,14 @@ def _engine_or_none(timeout: float = 20) -> Engine | None:
         return None
 
 
-def remove_run(run_id: str, *, engine: Engine | None = None) -> list[str]:
+def remove_run(run_id: str, state: Mapping[str, Any] | None = None, *, engine: Engine | None = None) -> list[str]:
     """Remove the containers (with their anonymous volumes) and networks labelled with one
-    run id; say what went. Nothing if no engine answers. Removes nothing else: the engine
-    selects by the label and each row is checked again (Engine.labelled)."""
+    run id; say what went. Nothing if no engine answers, or when not root (only root runs
+    compose here). Removes nothing else: the engine selects by the label and each row is
+    checked again (Engine.labelled). Asked also with no state: a run whose state dir is gone."""
     check_run_id(run_id)
+    if engine is None and os.geteuid() != 0:
+        return []
     eng = engine or _engine_or_none()
     if eng is None:
         return []
@@ -440,7 +443,7 @@ def leftover_runs() -> set[str]:
     """Run ids that label a container or network (for `chaos cluster down --all`)."""
     from harness.core.contracts.cluster import RUN_ID
 
-    eng = _engine_or_none()
+    eng = _engine_or_none() if os.geteuid() == 0 else None
     if eng is None:
         return set()
     with eng:
@@ -468,7 +471,7 @@ def preflight(spec: Any, kind: str) -> None:
                                 f"(or set CHAOSLOCK_IMAGE_{k.upper()} to one you have)")
 
 
-def make_compose_cluster(spec: Any, run_id: str, log_dir: Path, groups: Sequence[Group]) -> ComposeCluster:
+def make_cluster(spec: Any, run_id: str, log_dir: Path, groups: Sequence[Group]) -> ComposeCluster:
     """The compose counterpart of LocalCluster: the same groups, in containers (the runner
     has called preflight)."""
     return ComposeCluster(run_id, groups, clients=spec.concurrency, log_dir=log_dir)

@@ -85,6 +85,31 @@ def _choose_network(run_id: str, netns: bool | None, base_port: int | None):
     return None, reason
 
 
+def make_cluster(spec: Any, run_id: str, log_dir: Path, groups: Sequence[Group]) -> LocalCluster:
+    """The provider's cluster for a run (harness.core.contracts.cluster.Provider)."""
+    return local_cluster(run_id, groups, clients=spec.concurrency, netns=spec.netns, log_dir=log_dir,
+                         base_port=spec.base_port)
+
+
+def preflight(spec: Any, kind: str) -> None:
+    """The servers' binaries, checked before the run dir exists: one sentence when one is missing."""
+    from harness.cluster.kinds import server_kind
+    from harness.cluster.valkey import ValkeyKind
+
+    server_kind(kind, spec.options).check_installed()
+    ValkeyKind().check_installed()  # the store
+
+
+def remove_run(run_id: str, state: Mapping[str, Any] | None) -> list[str]:
+    """Nothing of its own: a local run leaves processes, a cgroup, namespaces and a state dir,
+    which the reaper sweeps for every provider."""
+    return []
+
+
+def leftover_runs() -> set[str]:
+    return set()
+
+
 def local_cluster(run_id: str, groups: Sequence[Group], *, netns: bool | None = None,
                   base_port: int | None = None, **kw) -> LocalCluster:
     """The local provider's cluster for a run: a NamespacedCluster (which adds

@@ -17,6 +17,7 @@ import signal
 import time
 from pathlib import Path
 
+from harness.core import plugins
 from harness.cluster import containment
 from harness.core.contracts.cluster import RUN_ID, check_run_id
 from harness.cluster.provider import RUN_ENV, state_root
@@ -116,15 +117,14 @@ def kill_run(run_id: str, timeout: float = 5.0) -> list[str]:
         done += [f"process {p} (run {run_id}, left in its cgroup)" for p in cg.remove()]
         done.append(f"cgroup {cg.dir}")
     state = _state(run_id)
-    if state is not None and state.get("provider") == "ssh":  # its servers are on other hosts
-        from harness.cluster import ssh
+    # What only its provider can find (an ssh run's hosts, a compose run's containers); a run
+    # whose state is gone is offered to every provider (compose asks its engine by label).
+    recorded = (state or {}).get("provider", "local")
+    for name in plugins.provider_names() if state is None else [recorded if recorded in plugins.PROVIDERS else "local"]:
+        done += plugins.provider(name).remove_run(run_id, state)
+    if os.geteuid() == 0:  # only root makes namespaces, bridges and rules
+        from harness.cluster import netns
 
-        done += ssh.remove_run(run_id, state)
-    if os.geteuid() == 0:  # only root makes namespaces, bridges, rules and (here) containers
-        from harness.cluster import compose, netns
-
-        if state is None or state.get("provider") == "compose":  # a local run's state says so: no engine to ask
-            done += compose.remove_run(run_id)
         done += netns.cleanup_run(run_id)
     d = state_root() / run_id
     if _ours(d):
@@ -166,10 +166,8 @@ def down_all() -> list[str]:
     root = state_root()
     if root.exists():
         ids |= {d.name for d in root.iterdir() if _ours(d)}
-    if os.geteuid() == 0:
-        from harness.cluster import compose
-
-        ids |= compose.leftover_runs()  # containers of a run whose state dir is gone
+    for name in plugins.provider_names():  # e.g. containers of a run whose state dir is gone
+        ids |= plugins.provider(name).leftover_runs()
     for rid in sorted(ids):
         owner = _owner_pid(rid)
         if owner is not None and owner != os.getpid() and _alive(owner):

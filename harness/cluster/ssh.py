@@ -572,10 +572,13 @@ class SshCluster(ServerCluster):
         (self.dir / "state.json").write_text(json.dumps(state, indent=1))
 
 
-def remove_run(run_id: str, state: Mapping[str, Any]) -> list[str]:
+def remove_run(run_id: str, state: Mapping[str, Any] | None) -> list[str]:
     """`chaos cluster down` of an ssh run: the helper's `down` on every host its state names
-    (the helper it shipped is still there, unless the host was cleaned already)."""
+    (the helper it shipped is still there, unless the host was cleaned already). Without a
+    state (not an ssh run, or its state dir is gone) there is no host to ask."""
     check_run_id(run_id)
+    if state is None or state.get("provider") != "ssh":
+        return []
     done = []
     control = Path(state.get("dir") or ".") / "ssh"
     for d in state.get("hosts") or []:
@@ -615,11 +618,15 @@ def stop_ssh_processes(run_id: str) -> list[int]:
     return gone
 
 
-def make_ssh_cluster(spec: Any, run_id: str, log_dir: Path, groups: Sequence[Group]) -> SshCluster:
+def make_cluster(spec: Any, run_id: str, log_dir: Path, groups: Sequence[Group]) -> SshCluster:
     return SshCluster(run_id, groups, parse_hosts(spec.ssh), clients=spec.concurrency, log_dir=log_dir)
 
 
-def preflight(spec: Any) -> None:
+def leftover_runs() -> set[str]:
+    return set()  # an ssh run is found by its state dir on this machine, which the reaper lists
+
+
+def preflight(spec: Any, kind: str) -> None:
     """What an ssh run needs here, checked before its run dir exists (the hosts themselves
     are checked by `up`, before anything starts on any of them)."""
     if spec.netns is False or spec.base_port is not None:

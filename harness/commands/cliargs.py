@@ -11,6 +11,7 @@ import os
 
 import click
 
+from harness.core import plugins
 from harness.core.errors import BadArgument
 
 
@@ -80,7 +81,7 @@ def check_writable_file(path: str, flag: str) -> None:
 
 
 
-CLUSTERS = ("local", "compose", "ssh")
+CLUSTERS = tuple(plugins.PROVIDERS)
 
 
 def ssh_options(f):

@@ -42,6 +42,15 @@ NEMESES = {
     "kill": "nemesis.process:Kill",
     "partition": "nemesis.partition:Partition",
     "partition-client": "nemesis.partition:PartitionClient",
+    "slow-link": "nemesis.link:SlowLink",
+}
+
+# Cluster providers (`--cluster`): a module implementing harness.core.contracts.cluster.Provider
+# (make_cluster, preflight, remove_run, leftover_runs). Named here, loaded only when used.
+PROVIDERS = {
+    "local": "harness.cluster.local",
+    "compose": "harness.cluster.compose",
+    "ssh": "harness.cluster.ssh",
 }
 
 
@@ -79,6 +88,17 @@ def servers_of(backend: str, options) -> tuple[str, int]:
     cls = backend_class(backend)
     choose = getattr(cls, "servers_for", None)
     return choose(options) if callable(choose) else cls.servers
+
+
+def provider_names() -> list[str]:
+    return list(PROVIDERS)
+
+
+def provider(name: str):
+    """The provider module called `name` (a --cluster value)."""
+    if name not in PROVIDERS:
+        raise BadArgument(f"unknown cluster provider {name!r}; choose one of: {', '.join(PROVIDERS)}")
+    return importlib.import_module(PROVIDERS[name])
 
 
 def nemesis_class(name: str):

@@ -129,7 +129,8 @@ class TestSpec:
             (0 <= self.seed < 2**63, f"--seed must be between 0 and 2^63-1, not {self.seed}"),
             (50 <= self.ttl_ms <= 3_600_000, f"--ttl must be between 50 ms and 3600000 ms (1 h), not {self.ttl_ms}"),
             (0 < self.acquire_timeout <= 3600, f"--acquire-timeout must be above 0 and at most 3600 seconds, not {self.acquire_timeout:g}"),
-            (self.cluster in ("local", "compose", "ssh"), f"--cluster must be local, compose or ssh, not {self.cluster!r}"),
+            (self.cluster in plugins.PROVIDERS,
+             f"--cluster must be one of {', '.join(plugins.PROVIDERS)}, not {self.cluster!r}"),
             (self.cluster == "ssh" or not self.ssh, "--hosts and the --ssh-* settings go with --cluster ssh"),
             (MIN_INTERVAL_S <= self.nemesis_interval <= MAX_TIME_S,
              f"--nemesis-interval must be at least {MIN_INTERVAL_S:g} s (a fault and its heal take real time) "

@@ -75,3 +75,13 @@ def test_an_entry_point_cannot_replace_a_built_in(on_path, tmp_path):
                       "class Impostor:\n    name = 'redis'\n"))
     assert plugins.backend_names().count("redis") == 1
     assert plugins.backend_class("redis").__module__ == "workloads.redis_single"
+
+
+def test_every_provider_is_one_module_with_the_four_functions():
+    """A provider is a module implementing contracts.Provider, named by one line in PROVIDERS."""
+    from harness.core.contracts import Provider
+
+    for name in plugins.provider_names():
+        assert isinstance(plugins.provider(name), Provider), name
+    with pytest.raises(BadArgument, match="unknown cluster provider 'k8s'; choose one of: local, compose, ssh"):
+        plugins.provider("k8s")

@@ -13,13 +13,14 @@ from __future__ import annotations
 from harness.core.contracts.checker import Checker, CheckResult
 from harness.core.contracts.client import ChoosesServers, Lease, LockClient, ReadsWallClock, StillHeld
 from harness.core.contracts.cluster import (ClockControl, ClockInLog, Cluster, CountsRequests, HasLeader, NetworkControl,
-                                            Node, ProcessControl, ServerKind, SetsClocksTogether, ShipsBinary)
+                                            Node, ProcessControl, Provider, ServerKind, SetsClocksTogether, Shape,
+                                            ShapesLinks, ShipsBinary)
 from harness.core.contracts.nemesis import MovesServerClocks, Nemesis, NemesisContext, Reactive
 from harness.core.faults import FaultKind
 
 __all__ = [
     "CheckResult", "Checker", "ChoosesServers", "ClockControl", "ClockInLog", "Cluster", "CountsRequests", "FaultKind",
     "HasLeader", "Lease", "LockClient", "MovesServerClocks", "Nemesis", "NemesisContext", "NetworkControl",
-    "Node", "ProcessControl", "Reactive", "ReadsWallClock", "ServerKind", "SetsClocksTogether", "ShipsBinary",
-    "StillHeld",
+    "Node", "ProcessControl", "Provider", "Reactive", "ReadsWallClock", "ServerKind", "SetsClocksTogether", "Shape",
+    "ShapesLinks", "ShipsBinary", "StillHeld",
 ]

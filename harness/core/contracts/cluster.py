@@ -156,6 +156,27 @@ class NetworkControl(Protocol):
         """Whether host src can open a connection to node dst now (the cut's proof)."""
 
 
+@runtime_checkable
+class Provider(Protocol):
+    """A cluster provider (`--cluster NAME`) is a module with these four functions, named in
+    harness.core.plugins.PROVIDERS: adding one is that module plus that line."""
+
+    def make_cluster(self, spec: Any, run_id: str, log_dir: Any, groups: Sequence[Any]) -> Cluster:
+        """The run's Cluster (not up yet) for its groups: the lock servers, then the store."""
+
+    def preflight(self, spec: Any, kind: str) -> None:
+        """What the run needs (binaries, an engine, hosts), checked before its run dir exists:
+        MissingDependency or BadArgument, one sentence."""
+
+    def remove_run(self, run_id: str, state: Mapping[str, Any] | None) -> list[str]:
+        """`chaos cluster down`: remove what only this provider can find of a run (its
+        recorded state.json, or None when that is gone), saying what went. The reaper
+        sweeps processes, cgroups, namespaces and the state dir for every provider."""
+
+    def leftover_runs(self) -> set[str]:
+        """Run ids this provider finds leftovers of without a state dir (containers)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Shape:
     """What a slow link does to the packets towards its target: held `delay_ms` +- `jitter_ms`,
