@@ -3,7 +3,7 @@
     python benchmarks/bench_report.py [--ops 100000] [--out DIR] [--no-browser]
 
 Generates a synthetic history shaped like a Redlock run under clock-skew (5 client
-processes, a clock fault every few seconds; see tests/unit/test_report.py), writes it as
+processes, a clock fault every few seconds; see tests/unit/results/test_report.py), writes it as
 a run dir, then times analyse() (every checker, ops.csv, report.html and the index) and
 write_report() alone, then headless Chromium loading the report (--dump-dom, which waits
 for the scripts) and screenshotting it, each minus Chromium's start-up on an empty page.
@@ -21,14 +21,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # for tests.unit.test_report, when run as a script
+sys.path.insert(0, str(ROOT))  # for tests.unit.results.test_report, when run as a script
 
 from harness.engine.analysis import analyse  # noqa: E402
 from harness.core.history import HistoryWriter, read_history  # noqa: E402
 from harness.core.spec import TestSpec  # noqa: E402
 from results import store  # noqa: E402
 from results.report import write_report  # noqa: E402
-from tests.unit.test_report import realistic_history  # noqa: E402
+from tests.unit.results.test_report import realistic_history  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

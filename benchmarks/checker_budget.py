@@ -2,7 +2,7 @@
 
     python benchmarks/checker_budget.py [--json] [--repeat N] [--budgets S,S,...]
 
-A history the checker cannot decide in time (tests/unit/test_linearizable.py
+A history the checker cannot decide in time (tests/unit/checker/test_linearizable.py
 hard_history: 40 concurrent info writes, then reads no order of them explains, about 2^40
 subsets to rule out) is checked with each budget; it must come back "unknown" once the
 budget is spent. The baseline, measured in the same run, is its solvable twin (the same
@@ -12,7 +12,7 @@ partitioning by key, a search that succeeds at once).
 The figure is elapsed / (budget + baseline): 1.00 means the checker stopped as soon as
 the budget was spent; above 1 is how far it overran, as a ratio, so it compares across
 machines. Seconds are the median of --repeat checks. Nothing is asserted (the unit test
-tests/unit/test_linearizable.py::test_time_budget_gives_unknown checks the verdict).
+tests/unit/checker/test_linearizable.py::test_time_budget_gives_unknown checks the verdict).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.checker.linearizable import check_linearizable  # noqa: E402
-from tests.unit.test_linearizable import hard_history  # noqa: E402
+from tests.unit.checker.test_linearizable import hard_history  # noqa: E402
 
 WRITES = 40
 

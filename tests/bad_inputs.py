@@ -1,4 +1,4 @@
-"""The table of bad inputs that tests/unit/test_bad_input_table.py runs through the real CLI.
+"""The table of bad inputs that tests/unit/architecture/test_bad_input_table.py runs through the real CLI.
 
 Each row is `Row(id, argv, code=254, words=...)`: the command line (without `chaos`), the
 exit code it must end with (254 = one sentence on stderr; 0/1/2 = a documented verdict, with

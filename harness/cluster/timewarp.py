@@ -57,7 +57,7 @@ __all__ = ["supported", "set_offset", "get_offset"]
 #   0x000 magic          0x010 active slot (low bit of one byte; the only thing a reader races)
 #   0x020 slot 0: u64 clock-id mask, i64 offset in ns       0x030 slot 1: same
 #   0x040 3 x (u64 patched address, 16 original bytes)      0x100.. code
-# Assembled with `as --64` from _STUB_ASM; tests/integration/test_timewarp.py re-assembles it
+# Assembled with `as --64` from _STUB_ASM; tests/integration/cluster/test_timewarp.py re-assembles it
 # and checks the bytes below, so the source and the bytes cannot drift apart.
 _STUB_ASM = """
 .intel_syntax noprefix

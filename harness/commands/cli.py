@@ -96,7 +96,7 @@ def verdict_text(s: dict, *, interrupted_by: int | None = None) -> str:
 
 
 # The other commands, each loaded only when named (or listed by --help), so that `chaos check`
-# of a stored run loads no cluster, nemesis or client code (tests/unit/test_check_imports.py).
+# of a stored run loads no cluster, nemesis or client code (tests/unit/architecture/test_check_imports.py).
 LAZY = {
     "cluster": "harness.commands.cluster_cli:cluster",
     "report": "harness.commands.report:report",

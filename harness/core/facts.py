@@ -12,7 +12,7 @@
 
 A history stored before facts were recorded gets what can be derived purely: the built-in
 backends' service (`BUILTIN_SERVICE`, held equal to their `servers` by
-tests/unit/test_facts.py) and the cluster options. What cannot be derived stays None, and a
+tests/unit/core/test_facts.py) and the cluster options. What cannot be derived stays None, and a
 cause that would need it is "unknown", never a pass.
 """
 

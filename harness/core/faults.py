@@ -5,7 +5,7 @@ A nemesis declares its own kinds next to its code (`FAULTS` on the class, nemesi
 runner records them into the run's facts (`spec.facts["faults"]`), so a checker, the CSV and
 the report read them from the run itself and never load nemesis code. `BUILTIN` is the record
 of the built-in nemeses' declarations, for histories stored before facts were recorded
-(tests/unit/test_facts.py holds it equal to the declarations). A fault whose kind is in
+(tests/unit/core/test_facts.py holds it equal to the declarations). A fault whose kind is in
 neither explains nothing: its violations read UNEXPLAINED, as they should until it says why.
 """
 

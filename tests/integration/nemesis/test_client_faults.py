@@ -153,7 +153,7 @@ def _written(store: Path) -> list[dict]:
 
 @pytest.mark.parametrize("nemesis, landed", [("pause-waiter", "pause-waiter"), ("kill-holder", "kill-holder")])
 def test_ctrl_c_while_the_fault_is_on_leaves_nothing(tmp_path, nemesis, landed):
-    from tests.integration.test_interrupt import leftovers
+    from tests.integration.commands.test_interrupt import leftovers
 
     before = leftovers()
     p = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", "redis", "--nemesis", nemesis,

@@ -1,5 +1,5 @@
 """The seeded schedule on a real run: same seed, same nemesis ops. (That another seed plans
-other ops is tests/unit/test_generator.py's, without servers.)"""
+other ops is tests/unit/engine/test_generator.py's, without servers.)"""
 
 from __future__ import annotations
 

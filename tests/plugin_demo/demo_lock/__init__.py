@@ -2,7 +2,7 @@
 
 It is what a user would write: SET NX PX with a unique value, a token from a separate
 INCR (NOT atomic with the SET: a deliberate flaw a chaos run can find), compare-and-delete
-release. `tests/integration/test_plugin.py` runs it with `chaos run --backend demo-lock`.
+release. `tests/integration/workloads/test_plugin.py` runs it with `chaos run --backend demo-lock`.
 """
 
 import time
