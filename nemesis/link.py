@@ -33,15 +33,15 @@ class SlowLink:
     FAULTS = (FaultKind(f="slow-link", heal="fast-link", targets="client",
                         explains=("overran-cut-off", "in-flight-release")),)
     OPTIONS = (Option(name="delay_ms", type=float, default=100.0, min=0, max=10_000,
-                      help="slow-link: how long each packet towards the target is held"),
+                      help="how long each packet towards the target is held"),
                Option(name="jitter_ms", type=float, default=0.0, min=0, max=10_000,
-                      help="slow-link: the delay varies by up to this much either way"),
+                      help="the delay varies by up to this much either way"),
                Option(name="loss", type=float, default=0.0, min=0, max=1,
-                      help="slow-link: the share of packets towards the target that are lost"),
+                      help="the share of packets towards the target that are lost"),
                Option(name="rate_kbit", type=int, default=0, min=0, max=10_000_000,
-                      help="slow-link: bandwidth towards the targets, kbit/s (0: unlimited)"),
+                      help="bandwidth towards the targets, kbit/s (0: unlimited)"),
                Option(name="between", type=str, default="clients", choices=("clients", "servers"),
-                      help="slow-link: shape client->server links, or server->server links"))
+                      help="shape client->server links, or server->server links"))
 
     def setup(self, ctx: NemesisContext) -> None:
         if not isinstance(ctx.cluster, ShapesLinks):

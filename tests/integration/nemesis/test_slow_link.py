@@ -5,13 +5,18 @@ connects, bandwidth is read back from tc, and nothing of it is left after."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
 import statistics
 import subprocess
+import sys
 
 import pytest
 
 from harness.core.contracts.cluster import Shape
 from nemesis.link import SlowLink
+from tests.conftest import ROOT, chaos, eventually
 from tests.integration.nemesis.probes import MARKS, ctx, inv, namespaces, nemesis_ops, on, run_json
 
 pytestmark = MARKS
@@ -99,3 +104,23 @@ def test_the_delay_shows_in_the_acquire_latency_of_a_run(tmp_path):
     added = statistics.median(inside) - statistics.median(outside)
     print(json.dumps({"inside_ms": statistics.median(inside), "outside_ms": statistics.median(outside)}))
     assert 150 * 0.8 <= added <= 150 * 1.2, (added, inside, outside)
+
+
+def test_a_killed_run_leaves_its_delayer_to_cluster_down(tmp_path):
+    """SIGKILL the run while a link is slow: its delayer (in the run's cgroup) and its rules
+    (in the run's namespaces) go with `chaos cluster down <id>`."""
+    p = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", "redis", "--nemesis", "slow-link",
+                          "-o", "delay_ms=80", "--time-limit", "30", "--nemesis-interval", "2", "--store", str(tmp_path)],
+                         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        line = eventually(lambda: next(iter(delayers()), None), timeout=30)
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(timeout=10)
+    run_id = re.search(r"cl-([0-9a-f]{6})-c1", line).group(1)
+    assert delayers(), "the delayer must outlive a SIGKILLed run until cluster down"
+    r = chaos("cluster", "down", run_id, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert delayers() == [], delayers()
+    spaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"cl-{run_id}" not in spaces
