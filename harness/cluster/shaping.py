@@ -30,9 +30,9 @@ import sys
 from dataclasses import asdict
 from typing import Any, Sequence
 
-from harness.core.interrupts import quiet_group
 from harness.core.contracts.cluster import Shape
 from harness.core.errors import NemesisError
+from harness.core.interrupts import quiet_group
 
 QUEUE = 7  # queue numbers are per namespace, and the namespaces are the run's own
 MECHANISM = "nfqueue delay + iptables statistic loss + htb rate (no netem in this kernel)"
