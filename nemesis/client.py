@@ -6,6 +6,12 @@ has sessions), then SIGCONT. Its lease or session runs out while it is queued; a
 client must not then say it holds the lock. A stopped waiter explains nothing about the
 holder: a violation under it is the client's or the server's.
 
+`partition-waiter`: the same moment, but the waiter's client namespace is cut from every
+lock server (as partition-client cuts the holder) for the same span, then healed. The cut
+is probed (a connect from the namespace must fail) and the waiting flag read after it has
+landed; a waiter whose acquire had completed by then is healed at once (fail, "missed"). A
+cut waiter explains nothing about the holder either.
+
 `kill-holder`: SIGKILL a holder's whole process group (an external client process too)
 in its critical section, right after its ok read (with `--renew`, its ok renew); after
 `respawn_after` x TTL a new process takes the worker's slot under a new process id. The dead
@@ -28,11 +34,14 @@ import random
 import time
 from typing import Any
 
+from harness.cluster import grudge as G
+from harness.core.contracts.cluster import client_host
 from harness.core.contracts.nemesis import KillsClients, NemesisContext, Planned, WatchesClients, complete
 from harness.core.errors import BadArgument
 from harness.core.faults import FaultKind
 from harness.core.history import NEMESIS, Holders, Op, now_ns
 from harness.core.options import Option, values
+from nemesis.partition import _Net
 from nemesis.process import PauseHolder
 
 KILLED = "killed: the process was SIGKILLed holding the lock (recorded for it by kill-holder); the lock ends when its lease does"
@@ -105,13 +114,20 @@ class PauseWaiter(_Aimed):
     def heal_ops(self) -> list[tuple[str, Any]]:
         return [("resume-waiter", None)]
 
+    def _candidates(self, holder: int) -> list[int]:
+        return [w for w in range(self.n) if w != holder]
+
+    def _aim(self, worker: int) -> dict:
+        return {"worker": worker}
+
     def on_event(self, ctx, event: Op) -> list[Planned]:
         """A process's ok acquire (someone holds now): aim at another worker, chosen by the
-        seeded rng; its acquire is checked when the stop has landed. The resume is planned
-        when the pause is known to have landed mid-acquire."""
-        if event.process == NEMESIS and event.f == "pause-waiter":
-            if event.type == "ok":
-                return [Planned(at=round(ctx.time + self.span_s, 3), f="resume-waiter", value=event.value,
+        seeded rng; its acquire is checked when the fault has landed. The end is planned
+        when the fault is known to have landed mid-acquire (ok; info: it may have)."""
+        kind = self.FAULTS[0]
+        if event.process == NEMESIS and event.f == kind.f:
+            if event.type in ("ok", "info"):
+                return [Planned(at=round(ctx.time + self.span_s, 3), f=kind.heal, value=event.value,
                                 phase="heal")]
             self.next_allowed = ctx.time  # missed: aim at the next waiter
             return []
@@ -119,12 +135,14 @@ class PauseWaiter(_Aimed):
             return []
         if self.paused or self.n < 2 or not self._may_start(ctx.time):
             return []
-        holder = event.process % self.n
-        worker = self.rng.choice([w for w in range(self.n) if w != holder])
+        candidates = self._candidates(event.process % self.n)
+        if not candidates:
+            return []
+        worker = self.rng.choice(candidates)
         self.next_allowed = ctx.time + self.span_s + self.cooldown
         self.paused.add(worker)
-        v = {"worker": worker, "holder": event.process, "key": event.key, "seconds": round(self.span_s, 3)}
-        return [Planned(at=ctx.time, f="pause-waiter", value=v, phase="fault")]
+        v = {**self._aim(worker), "holder": event.process, "key": event.key, "seconds": round(self.span_s, 3)}
+        return [Planned(at=ctx.time, f=kind.f, value=v, phase="fault")]
 
     def invoke(self, op: Op) -> Op:
         w = self.workers
@@ -152,6 +170,67 @@ class PauseWaiter(_Aimed):
     def teardown(self) -> None:
         for i in sorted(getattr(self, "paused", ())):
             self.workers.resume(i)
+        self.paused = set()
+
+
+class PartitionWaiter(PauseWaiter, _Net):
+    """Cuts a waiter's client namespace (its acquire in flight) from every lock server while
+    another process holds the lock; heals after the same span as pause-waiter. Workers
+    beyond 64 share namespaces (client_host): a waiter is only aimed at if the holder is not
+    in its namespace, and the others cut with it are named in the op (`sharing`)."""
+
+    name = "partition-waiter"
+    fs = frozenset({"partition-waiter", "heal-waiter"})
+    # a cut waiter explains nothing about the holder: the holder's links are untouched
+    FAULTS = (FaultKind(f="partition-waiter", heal="heal-waiter", targets="client"),)
+    OPTIONS = PauseHolder.OPTIONS  # pause_multiple: the cut lasts as long as pause-waiter's stop
+
+    def setup(self, ctx: NemesisContext) -> None:
+        self._setup_net(ctx)
+        super().setup(ctx)
+        self.names = ctx.lock_node_names()
+
+    def _candidates(self, holder: int) -> list[int]:
+        mine = client_host(holder, self.n)
+        return [w for w in range(self.n) if w != holder and client_host(w, self.n) != mine]
+
+    def _aim(self, worker: int) -> dict:
+        client = client_host(worker, self.n)
+        sharing = [w for w in range(self.n) if w != worker and client_host(w, self.n) == client]
+        return {"worker": worker, "client": client, **({"sharing": sharing} if sharing else {})}
+
+    def heal_ops(self) -> list[tuple[str, Any]]:
+        return [("heal-waiter", None)]
+
+    def invoke(self, op: Op) -> Op:
+        w = self.workers
+        if op.f == "heal-waiter":
+            healed = sorted(self.paused)
+            if self.active:
+                self.cluster.heal()
+                self.active = False
+            self.paused = set()
+            return complete(op, "ok", value=op.value or {"workers": healed})
+        i, client = op.value["worker"], op.value["client"]
+        grudge = G.cut_client(client, self.names, self.names)
+        self.cluster.partition(grudge)
+        self.active = True
+        err = self._probe_cut(grudge)  # a connect from the waiter's namespace must now fail
+        waiting = w.waiting_on_acquire(i)  # read after the cut has landed
+        holders = [j for j in range(self.n) if j != i and w.holding_lock(j)]
+        if waiting and holders:
+            value = {**op.value, "process": w.process_of(i), "servers": sorted(self.names), "holders": holders}
+            return complete(op, "info" if err else "ok", value=value, error=err)
+        # Its acquire completed before the cut landed (or nobody held any more): this cut
+        # would test nothing. Heal at once; the next waiter is aimed at.
+        self.cluster.heal()
+        self.active = False
+        self.paused.discard(i)
+        why = "its acquire had completed" if not waiting else "no other process held the lock"
+        return complete(op, "fail", error=f"missed: worker {i}: {why} before the cut landed")
+
+    def teardown(self) -> None:
+        _Net.teardown(self)
         self.paused = set()
 
 

@@ -1,5 +1,5 @@
-"""pause-waiter (SIGSTOP a worker whose acquire is in flight while another holds the lock)
-and kill-holder (SIGKILL a holder's process group mid critical section; a new process takes
+"""pause-waiter (SIGSTOP a worker whose acquire is in flight while another holds the lock),
+partition-waiter (cut that worker's namespace from the servers instead) and kill-holder (SIGKILL a holder's process group mid critical section; a new process takes
 its slot), as whole `chaos run`s on real servers, read back from the history they recorded:
 each fault landed where it was aimed, the verdict is valid or explained, and Ctrl-C while a
 waiter is stopped or a worker is down leaves nothing behind."""
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from nemesis.client import KILLED
-from tests.conftest import ROOT, eventually
+from tests.conftest import ROOT, eventually, installed
 from tests.integration.nemesis.probes import MARKS, figure, nemesis_ops, run_json
 
 pytestmark = MARKS
@@ -83,6 +83,40 @@ def test_pause_waiter_stops_a_worker_mid_acquire(tmp_path, backend):
     figure(f"pause-waiter {backend}", f"{len(pauses)} waiters stopped mid-acquire (worker, s, its acquire then) {seen}, "
                                       f"{len(missed)} missed; valid {summary['valid']}, violations "
                                       f"{summary['violations_by_cause'] or 0}; {summary['run_dir']}")
+
+
+# -- partition-waiter ----------------------------------------------------------------------
+@pytest.mark.parametrize("backend", ["redis", "zookeeper", "etcd"])
+def test_partition_waiter_cuts_a_waiters_namespace_mid_acquire(tmp_path, backend):
+    summary, history = run_json(tmp_path, "--backend", backend, "--nemesis", "partition-waiter", "--time-limit", "14",
+                                "--nemesis-interval", "2", "--seed", "3")
+    oks = nemesis_ops(history, "ok")
+    cuts = [o for o in oks if o["f"] == "partition-waiter"]
+    heals = [o for o in oks if o["f"] == "heal-waiter" and "worker" in o["value"]]  # planned, one per cut
+    assert cuts and len(heals) == len(cuts), nemesis_ops(history, "fail") + nemesis_ops(history, "info")
+    seen = []
+    for c, heal in zip(cuts, heals):
+        v = c["value"]
+        assert v["holders"] and v["client"] == f"c{v['worker'] + 1}" and v["servers"], v  # probed, flags read
+        assert heal["value"]["worker"] == v["worker"]
+        assert heal["time_ns"] - c["time_ns"] >= 0.95 * v["seconds"] * 1e9
+        mine = _ops_of(history, v["process"])
+        before = [o for o in mine if o["time_ns"] < c["time_ns"]]
+        # its acquire was in flight once the cut had landed, and did not succeed while cut off
+        assert before and (before[-1]["f"], before[-1]["type"]) == ("acquire", "invoke"), before[-3:]
+        granted = [o for o in mine if c["time_ns"] < o["time_ns"] < _invoke_of(history, heal)["time_ns"]
+                   and o["f"] == "acquire" and o["type"] == "ok" and o["index"] > before[-1]["index"]]
+        assert granted == [], granted
+        assert _holders_at(history, c["time_ns"], v["process"]), "someone else held the lock"
+        after = [o for o in mine if o["time_ns"] > c["time_ns"] and o["f"] == "acquire" and o["type"] != "invoke"]
+        seen.append((v["worker"], round((heal["time_ns"] - c["time_ns"]) / 1e9, 2),
+                     after[0]["type"] if after else None))
+    missed = [o for o in nemesis_ops(history, "fail") if o["f"] == "partition-waiter"]
+    assert all(o["error"].startswith("missed: ") for o in missed), missed
+    _no_unexplained(summary)
+    figure(f"partition-waiter {backend}", f"{len(cuts)} waiters cut mid-acquire (worker, s, its acquire then) {seen}, "
+                                          f"{len(missed)} missed; valid {summary['valid']}, violations "
+                                          f"{summary['violations_by_cause'] or 0}; {summary['run_dir']}")
 
 
 # -- kill-holder ---------------------------------------------------------------------------
@@ -188,8 +222,7 @@ REFERENCE = {"go": ("--client", str(GO), "--servers", "etcd:3"),
 
 def _reference(which: str) -> tuple:
     path = GO if which == "go" else JAVA
-    if not path.exists():
-        pytest.skip(f"{path} is not built (scripts/clients/)")
+    installed(path.exists(), f"{path} is not built; `make install` builds it (scripts/clients/)")
     return REFERENCE[which]
 
 
@@ -205,38 +238,3 @@ def test_kill_holder_on_a_reference_client(tmp_path, which):
     figure(f"kill-holder {which}", f"{len(kills)} holders killed with their client process "
                                    f"{[(k['value']['worker'], k['value']['gone_ms']) for k in kills]}; valid; "
                                    f"{summary['run_dir']}")
-
-
-def test_pause_waiter_on_curator_keeps_the_lock(tmp_path):
-    """Curator's InterProcessMutex: a waiter paused past its session, with an acquire timeout
-    longer than the pause, is not told that it holds the lock."""
-    summary, history = run_json(tmp_path, *_reference("java"), "--nemesis", "pause-waiter", "--acquire-timeout",
-                                "12", "--time-limit", "20", "--nemesis-interval", "2", "--seed", "3")
-    assert [o for o in nemesis_ops(history, "ok") if o["f"] == "pause-waiter"]
-    assert summary["valid"] is True, summary
-    figure("pause-waiter java", f"valid; {summary['run_dir']}")
-
-
-def test_pause_waiter_finds_etcd_mutex_telling_an_expired_waiter_it_holds_the_lock(tmp_path):
-    """etcd 3.4's concurrency.Mutex as shipped: a waiter paused past its session's lease (4 s
-    against 2 s), still inside Lock (acquire timeout 12 s), is told on waking that it holds
-    the lock while another process does: UNEXPLAINED, as it should be (a paused waiter explains
-    nothing). Each violation is that waiter, granted at its resume. With the adapter's own
-    check (-o reread_after_lock=true: Get the key after Lock) the same schedule is valid."""
-    args = (*_reference("go"), "--nemesis", "pause-waiter", "--acquire-timeout", "12", "--time-limit", "20",
-            "--nemesis-interval", "2", "--seed", "3")
-    summary, history = run_json(tmp_path / "shipped", *args)
-    resumes = [o for o in nemesis_ops(history, "ok") if o["f"] == "resume-waiter" and "worker" in o["value"]]
-    paused = {o["value"]["process"]: o["time_ns"] for o in resumes}
-    results = json.loads((Path(summary["run_dir"]) / "results.json").read_text())
-    overlaps = results["checkers"]["mutex"]["details"]["overlaps"]
-    assert summary["violations"] >= 1 and set(summary["violations_by_cause"]) == {"unexplained"}, summary
-    for o in overlaps:
-        waiter = o["second"]["process"]
-        assert waiter in paused and 0 <= o["second"]["time_ns"] - paused[waiter] < 0.5e9, (o, paused)
-    checked, _ = run_json(tmp_path / "reread", *args, "-o", "reread_after_lock=true")
-    assert checked["valid"] is True, checked
-    figure("pause-waiter go-etcd", f"as shipped: {summary['violations']} waiters told they held the lock after "
-                                   f"their session expired ({summary['run_dir']}); with reread_after_lock: valid "
-                                   f"({checked['run_dir']})")
-

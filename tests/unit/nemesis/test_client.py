@@ -17,8 +17,9 @@ from harness.core.spec import TestSpec
 from harness.engine.generator import Context
 from harness.engine.pool import group_members
 from harness.engine.worker import Recorder
-from nemesis.client import KILLED, KillHolder, PauseWaiter
+from nemesis.client import KILLED, KillHolder, PartitionWaiter, PauseWaiter
 from tests.unit.checker.test_causes import H
+from tests.unit.nemesis.test_partition import SERVERS, Net
 
 TTL_MS = 1000
 INTERVAL = 2.0
@@ -95,9 +96,9 @@ def spec(nemesis: str, facts=None, **kw) -> TestSpec:
     return s
 
 
-def make(cls, workers=None, facts=None, **options):
+def make(cls, workers=None, facts=None, cluster=None, **options):
     nem = cls()
-    nem.setup(NemesisContext(spec=spec(cls.name, facts, **options), cluster=None, workers=workers or Workers()))
+    nem.setup(NemesisContext(spec=spec(cls.name, facts, **options), cluster=cluster, workers=workers or Workers()))
     return nem
 
 
@@ -197,6 +198,77 @@ def test_the_final_heal_and_teardown_resume_only_the_waiters_it_paused():
     assert final.value == {"workers": [p.value["worker"]]} and workers.paused == {1}
     nem.teardown()
     assert workers.paused == {1}
+
+
+# -- partition-waiter ----------------------------------------------------------------------
+def test_partition_waiter_needs_namespaces_and_workers_it_can_watch():
+    with pytest.raises(BadArgument, match="partition-waiter needs network namespaces"):
+        make(PartitionWaiter, cluster=type("Loopback", (), {"fallback_reason": None})())
+    with pytest.raises(BadArgument, match="partition-waiter needs the runner's client workers"):
+        PartitionWaiter().setup(NemesisContext(spec=spec("partition-waiter"), cluster=Net(), workers=object()))
+
+
+def test_a_cut_that_landed_mid_acquire_cuts_the_waiters_namespace_from_every_server_and_heals_later():
+    workers, net = Workers(holding={1}, waiting={0, 2}), Net()
+    nem = make(PartitionWaiter, workers, cluster=net, pause_multiple=1.5)
+    (p,) = see(nem, 1.5, *acquired(1))
+    w = p.value["worker"]
+    assert (p.f, p.value["client"], p.value["seconds"]) == ("partition-waiter", f"c{w + 1}", 1.5)
+    assert see(nem, 1.6, *acquired(1)) == []  # one at a time
+    done = nem.invoke(op(NEMESIS, "invoke", "partition-waiter", p.value))
+    assert done.type == "ok" and done.value["holders"] == [1] and done.value["servers"] == SERVERS
+    assert net.cuts == [{f"c{w + 1}": set(SERVERS), **{s: {f"c{w + 1}"} for s in SERVERS}}]
+    assert net.probed == [(f"c{w + 1}", "n1")]  # the proof: its namespace no longer reaches a server
+    assert workers.calls == []  # a network fault: the waiter runs on
+    (h,) = see(nem, 1.6, done)
+    assert (h.at, h.f, h.phase) == (3.1, "heal-waiter", "heal")
+    assert nem.invoke(op(NEMESIS, "invoke", "heal-waiter", h.value)).type == "ok" and net.heals == 1
+    nem.teardown()
+    assert net.heals == 1  # nothing left to heal
+
+
+def test_a_cut_that_still_reaches_is_in_doubt_and_healed_later():
+    nem = make(PartitionWaiter, Workers(holding={1}, waiting={0, 2}), cluster=Net(reaches=True))
+    (p,) = see(nem, 1.5, *acquired(1))
+    done = nem.invoke(op(NEMESIS, "invoke", "partition-waiter", p.value))
+    assert done.type == "info" and "still reaches" in done.error
+    assert [h.f for h in see(nem, 1.6, done)] == ["heal-waiter"]
+
+
+@pytest.mark.parametrize("waiting, holding, why", [
+    (set(), {1}, "its acquire had completed"),
+    ({0, 2}, set(), "no other process held the lock"),
+])
+def test_a_cut_that_missed_is_healed_at_once_and_the_next_waiter_aimed_at(waiting, holding, why):
+    net = Net()
+    nem = make(PartitionWaiter, Workers(holding=holding, waiting=waiting), cluster=net)
+    (p,) = see(nem, 1.5, *acquired(1))
+    done = nem.invoke(op(NEMESIS, "invoke", "partition-waiter", p.value))
+    assert done.type == "fail" and done.error == f"missed: worker {p.value['worker']}: {why} before the cut landed"
+    assert len(net.cuts) == 1 and net.heals == 1
+    assert see(nem, 1.6, done) == []
+    assert len(see(nem, 1.6, *acquired(2))) == 1  # no cooldown after a miss
+    nem.teardown()
+    assert net.heals == 1
+
+
+def test_teardown_heals_a_cut_still_on():
+    net = Net()
+    nem = make(PartitionWaiter, Workers(holding={1}, waiting={0, 2}), cluster=net)
+    (p,) = see(nem, 1.5, *acquired(1))
+    nem.invoke(op(NEMESIS, "invoke", "partition-waiter", p.value))
+    nem.teardown()
+    assert net.heals == 1
+
+
+def test_beyond_64_workers_a_waiter_sharing_the_holders_namespace_is_never_aimed_at():
+    s = TestSpec(backend="redis", nemesis=("partition-waiter",), ttl_ms=TTL_MS, nemesis_interval=INTERVAL,
+                 time_limit=30, recovery=3, concurrency=130).validate()
+    nem = PartitionWaiter()
+    nem.setup(NemesisContext(spec=s, cluster=Net(), workers=Workers()))
+    aims = [nem._aim(w) for w in nem._candidates(0)]
+    assert 64 not in nem._candidates(0) and 128 not in nem._candidates(0) and len(aims) == 130 - 3
+    assert aims[0] == {"worker": 1, "client": "c2", "sharing": [65, 129]}
 
 
 # -- kill-holder ---------------------------------------------------------------------------
