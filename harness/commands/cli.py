@@ -148,6 +148,8 @@ def cli() -> None:
 @click.option("--watchdog", is_flag=True, help="renew the lease in the background (backends with a watchdog)")
 @click.option("--renew", is_flag=True, help="holders work 1-2 TTLs, renewing in the foreground every TTL/3")
 @click.option("--reenter", is_flag=True, help="holders ask again for the lock they hold (measures reentrancy)")
+@click.option("--hold-until-expiry", is_flag=True,
+              help="holders keep the lock until -o margin_ms (default 20) before their validity ends, then write and release")
 @click.option("--nemesis-interval", type=float, default=3.0, show_default=True, help="seconds per fault and between faults")
 @click.option("--clock-jump", "clock_jump_s", type=float, default=None, help="seconds clock-skew jumps (default 2.5 x TTL)")
 @click.option("--option", "-o", "options", multiple=True, help="backend option NAME=VALUE (repeatable)")
@@ -160,7 +162,7 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="print one JSON summary line on stdout")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None, help="also write a JUnit XML file")
 def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency, keys, seed, ttl_ms, acquire_timeout, hold_max_ms, fencing,
-        watchdog, renew, reenter, nemesis_interval, clock_jump_s, options, netns, cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts,
+        watchdog, renew, reenter, hold_until_expiry, nemesis_interval, clock_jump_s, options, netns, cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts,
         base_port, store, as_json, junit):
     """Run one chaos test and print its verdict."""
     from harness.engine.runner import run as run_spec
@@ -188,7 +190,8 @@ def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency
         recovery = min(3.0, time_limit / 4) if math.isfinite(time_limit) else 3.0
     spec = TestSpec(backend=backend, nemesis=names, time_limit=time_limit, recovery=recovery,
                     concurrency=concurrency, keys=keys, seed=seed, ttl_ms=ttl_ms, acquire_timeout=acquire_timeout,
-                    hold_max_ms=hold_max_ms, fencing=fencing, renew=renew, reenter=reenter, nemesis_interval=nemesis_interval,
+                    hold_max_ms=hold_max_ms, fencing=fencing, renew=renew, reenter=reenter,
+                    hold_until_expiry=hold_until_expiry, nemesis_interval=nemesis_interval,
                     clock_jump_s=clock_jump_s, options=options, netns=netns, cluster=cluster, base_port=base_port, store=store,
                     ssh=ssh_settings(cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts),
                     command=shlex.join(["chaos"] + sys.argv[1:] + ([] if "--seed" in sys.argv else ["--seed", str(seed)])))

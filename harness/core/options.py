@@ -98,6 +98,8 @@ CLUSTER_OPTIONS = (
            help="valkey keeps keys across a kill (append-only file); off: a killed node restarts empty"),
     Option(name="zk_clock", type=str, default="timewarp", choices=("timewarp", "faketime"),
            help="how clock-skew moves ZooKeeper's clock: vDSO patch (wall clock only) or libfaketime (also monotonic)"),
+    Option(name="margin_ms", type=float, default=20.0, min=0, max=3_600_000,
+           help="with --hold-until-expiry: a holder writes and releases this long before its validity ends"),
     Option(name="max_history_mb", type=int, default=2048, min=1, max=1_000_000,
            help="the history may grow to this many MB; a run that reaches it stops its workload there, with a note"),
 )

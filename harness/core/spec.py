@@ -16,6 +16,8 @@
   fencing          whether the resource enforces the lease's fencing token
   renew            holders work 1-2 TTLs and renew in the foreground every TTL/3 (a renew op each)
   reenter          holders ask for the lock they hold again (reacquire, then rerelease): reentrancy
+  hold_until_expiry holders keep the lock until `-o margin_ms` before the validity their client
+                   reported, then write and release: releases race the expiry on the server
   nemesis_interval seconds between fault start and heal, and between faults
   clock_jump_s     how far clock-skew jumps (default 2.5 x TTL)
   options          backend options (timeouts, retries, session timeout, ...)
@@ -63,6 +65,7 @@ class TestSpec:
     fencing: bool = False
     renew: bool = False
     reenter: bool = False
+    hold_until_expiry: bool = False
     nemesis_interval: float = 3.0
     clock_jump_s: float | None = None
     key: str = "chaos-lock"
@@ -79,6 +82,7 @@ class TestSpec:
     def name(self) -> str:
         return f"{self.backend}-{'+'.join(self.nemesis) or 'none'}" + ("-fenced" if self.fencing else "") \
             + ("-renew" if self.renew else "") + ("-reenter" if self.reenter else "") \
+            + ("-expiry" if self.hold_until_expiry else "") \
             + (f"-k{self.keys}" if self.keys != 1 else "")
 
     @property
@@ -111,9 +115,12 @@ class TestSpec:
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                       or not math.isfinite(value)):
                 raise BadArgument(f"{name} must be a finite number of seconds, not {value!r}")
-        for name, value in (("--fencing", self.fencing), ("--renew", self.renew), ("--reenter", self.reenter)):
+        for name, value in (("--fencing", self.fencing), ("--renew", self.renew), ("--reenter", self.reenter),
+                            ("--hold-until-expiry", self.hold_until_expiry)):
             if not isinstance(value, bool):
                 raise BadArgument(f"{name} is a flag (true or false), not {value!r}")
+        if self.renew and self.hold_until_expiry:
+            raise BadArgument("--renew and --hold-until-expiry both decide how long a holder works; give one of them")
         if self.netns not in (None, True, False):
             raise BadArgument(f"--netns is a flag (true, false or unset), not {self.netns!r}")
         for name, value in (("--concurrency", self.concurrency), ("--keys", self.keys), ("--seed", self.seed), ("--ttl", self.ttl_ms),

@@ -28,6 +28,7 @@ from typing import Any
 from harness.core.errors import NotAcquired
 from harness.core.history import begins_hold, ends_hold, now_ns
 from harness.core.interrupts import die_with_parent
+from harness.core.options import cluster_option
 from workloads.resource import STALE, StaleToken
 
 READY = "ready"  # the message a worker sends once its client is open
@@ -291,7 +292,11 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random, end: float |
             if keep is not None:  # the lease was lost or in doubt: no write under it
                 return release(client, lease, rec) and keep
         else:
-            hold = rng.uniform(0, max(0.0, min(spec.hold_max, _remaining(lease, spec))))
+            if getattr(spec, "hold_until_expiry", False):  # right up to the validity the client reported
+                margin_s = cluster_option(spec.options, "margin_ms") / 1000
+                hold = max(0.0, (lease.valid_until_ns - time.monotonic_ns()) / 1e9 - margin_s)
+            else:
+                hold = rng.uniform(0, max(0.0, min(spec.hold_max, _remaining(lease, spec))))
             if hold > 0:
                 rec.flush()
                 time.sleep(hold)

@@ -79,7 +79,7 @@ def test_a_spec_is_a_frozen_keyword_only_value():
 
 def test_every_field_survives_spec_json():
     spec = TestSpec(backend="etcd", nemesis=("partition", "kill"), time_limit=12.5, recovery=2, concurrency=3, keys=4,
-                    seed=2**62, ttl_ms=750, acquire_timeout=0.5, hold_max_ms=300, fencing=True, renew=True, reenter=True,
+                    seed=2**62, ttl_ms=750, acquire_timeout=0.5, hold_max_ms=300, fencing=True, renew=True, reenter=True, hold_until_expiry=True,
                     nemesis_interval=1.5, clock_jump_s=-4.0, key="k:1", options={"partition_shape": "one"},
                     netns=False, base_port=20000, store="/tmp/s", cluster="compose", command="chaos run -b etcd")
     d = spec.to_dict()
@@ -113,3 +113,12 @@ def test_the_name_says_backend_faults_and_variants(kw, name):
 def test_derived_defaults_follow_the_ttl():
     assert TestSpec(ttl_ms=1000).hold_max == 0.6 and TestSpec(ttl_ms=1000, hold_max_ms=250).hold_max == 0.25
     assert TestSpec(ttl_ms=1000).jump_s == 2.5 and TestSpec(ttl_ms=1000, clock_jump_s=-7.0).jump_s == -7.0
+
+
+def test_hold_until_expiry_names_the_run_and_excludes_renew():
+    from harness.core.errors import BadArgument
+    from harness.core.spec import TestSpec
+
+    assert TestSpec(backend="redis", hold_until_expiry=True).validate().name == "redis-none-expiry"
+    with pytest.raises(BadArgument, match="--renew and --hold-until-expiry both decide"):
+        TestSpec(backend="redis", renew=True, hold_until_expiry=True).validate()
