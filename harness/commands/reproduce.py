@@ -26,6 +26,7 @@ import click
 
 from harness.core.contracts.checker import CRASH, UNSUPPORTED, parse_valid, parse_verdict, recognised, verdict_word
 from harness.checker.lock import holding_windows
+from harness.commands.reproduce_aimed import freed_at_expiry, slow_acquires_fail, waiter_kept_out
 from harness.commands.cliargs import CLUSTERS, Seconds, check_writable_dir, ssh_options, ssh_settings
 from harness.core.errors import BadArgument, BadHistory
 from harness.core.safefile import read_inside, write_atomic
@@ -193,6 +194,29 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
                    "options": {"cut_servers": "2", "island": "true", "session_timeout_ms": "2000"}},
              variants={"nofence": (NOFENCE, Expect(verdict="safe", says="the cut client acquires nothing, others do, "
                                                    "never two holders", holds=minority_blocked))}),
+    # The aimed client faults and slow links (issue 27): outcomes that follow from the design.
+    Scenario(name="zk-waiter-session-expiry", doc="ZooKeeper queue lock; a waiter is paused mid-acquire past its "
+                                                   "session timeout while another holds: its node goes with its session",
+             spec={"backend": "zookeeper", "nemesis": ("pause-waiter",),
+                   "options": {"pause_multiple": "2.5", "session_timeout_ms": "2000"}},
+             variants={"nofence": (NOFENCE, Expect(verdict="safe", says="the paused waiter is not granted while paused, "
+                                                   "never two holders", holds=waiter_kept_out("pause-waiter", "resume-waiter")))}),
+    Scenario(name="redis-holder-killed", doc="redis single instance; the holder is SIGKILLed in its critical section",
+             spec={"backend": "redis", "nemesis": ("kill-holder",)},
+             variants={"nofence": (NOFENCE, Expect(verdict="safe", says="the dead holder's lock comes free when its TTL "
+                                                   "ends, not before, not for ever", holds=freed_at_expiry))}),
+    Scenario(name="redlock-slow-acquire", doc="Redlock on 5 nodes; every client's links to them slowed by 300 ms "
+                                               "(5 SETs in turn: 1.5 s against a validity budget of 988 ms)",
+             spec={"backend": "redlock", "nemesis": ("slow-link",), "ttl_ms": 1000, "acquire_timeout": 1.0,
+                   "nemesis_interval": 6.0, "options": {"delay_ms": "300", "node_timeout_ms": "1000"}},
+             variants={"nofence": (NOFENCE, Expect(verdict="safe", says="acquires over the slow link fail (validity "
+                                                   "spent in transit), none succeeds", holds=slow_acquires_fail))}),
+    Scenario(name="etcd-waiter-cut-off", doc="etcd lease lock; a waiter's namespace is cut from every member "
+                                              "mid-acquire while another holds",
+             spec={"backend": "etcd", "nemesis": ("partition-waiter",)},
+             variants={"nofence": (NOFENCE, Expect(verdict="safe", says="the cut waiter is not granted while cut, "
+                                                   "never two holders",
+                                                   holds=waiter_kept_out("partition-waiter", "heal-waiter")))}),
 ]}
 
 
