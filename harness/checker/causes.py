@@ -158,6 +158,7 @@ class Attribution:
         current: dict[Any, tuple[Op, Op, list]] = {}
         said_ok: list[tuple[Op, Op]] = []
         timed_out: list[Op] = []
+        answered: list[tuple[Op, int]] = []  # (release invoke, when its ok came back)
         for op in sorted(history, key=lambda o: (o.time_ns, o.index)):
             if op.process == NEMESIS or op.process == "final":
                 continue
@@ -173,6 +174,8 @@ class Attribution:
                 current[op.process][2].append((op.time_ns, op.valid_until_ns))
             if op.f in ("release", "renew") and op.type == "ok" and inv is not None:
                 said_ok.append((inv, op))
+                if op.f == "release":
+                    answered.append((inv, op.time_ns))
             elif op.f == "release" and op.type == "info" and inv is not None:
                 timed_out.append(inv)
         for p, held in current.items():
@@ -202,11 +205,14 @@ class Attribution:
             if inv.index in late or through is not None:
                 self.foreign.append((inv, done, None if inv.index in late else through))
         self.foreign.sort(key=lambda r: r[0].time_ns)
-        # Releases that timed out while the network was faulted: the request may still have
-        # reached the server after the heal, and acted whenever it did (a late DEL).
+        # Releases invoked while the network was faulted: one that timed out may still have
+        # reached the server after the heal, and one answered late (a slow link) acted at some
+        # moment before its answer; either may have acted after another was granted (a late DEL).
+        # (invoke, answered at; None: never answered)
         net = [f for f in self.faults if "in-flight-release" in f.explains]
-        self.in_flight = sorted((inv for inv in timed_out if any(f.meets(inv.time_ns, inv.time_ns) for f in net)),
-                                key=lambda o: o.time_ns)
+        flying = [(inv, None) for inv in timed_out] + answered
+        self.in_flight = sorted(((inv, done) for inv, done in flying if any(f.meets(inv.time_ns, inv.time_ns) for f in net)),
+                                key=lambda r: r[0].time_ns)
         self.foreign_times = [inv.time_ns for inv, _, _ in self.foreign]
         self._memo: dict[tuple[int, int], dict] = {}
 
@@ -319,14 +325,16 @@ class Attribution:
             found.append(("early-client-clock", f"the clock of {', '.join(sorted(mine & skewed.targets))} was skewed"))
         base = {"lease_left_s": left_s}
         lost = next((inv for inv, through in foreign if through is None), None)
-        late = next((inv for inv in self.in_flight if inv.process != a.process and inv.time_ns < b.start_ns), None)
+        late = next((inv for inv, done in self.in_flight if inv.process != a.process and inv.time_ns < b.start_ns
+                     and (done is None or done >= a.invoke_ns)), None)
         if not found and lost is not None:
             found.append(("early-foreign-release", f"process {lost.process}, which had lost the lock, released it "
                                                    f"while process {a.process} held it"))
         elif not found and late is not None:
-            found.append(("early-foreign-release", f"a release by process {late.process} timed out during a "
-                                                   f"partition and may have reached the server late, while process "
-                                                   f"{a.process} held the lock"))
+            found.append(("early-foreign-release", f"a release by process {late.process}, in flight during a network "
+                                                   f"fault (timed out, or answered only after process {a.process} "
+                                                   f"asked for the lock), may have reached the server late, while "
+                                                   f"process {a.process} held the lock"))
         elif not found and foreign:
             # released by a holder that got the lock through an earlier violation: that one's cause
             inv, through = foreign[0]
