@@ -13,7 +13,8 @@ landed; a waiter whose acquire had completed by then is healed at once (fail, "m
 cut waiter explains nothing about the holder either.
 
 `kill-holder`: SIGKILL a holder's whole process group (an external client process too)
-in its critical section, right after its ok read (with `--renew`, its ok renew); after
+in its critical section, right after its ok read (with `--renew`, its ok renew; with
+`-o after_renews=k`, its k-th ok renew of one hold); after
 `respawn_after` x TTL a new process takes the worker's slot under a new process id. The dead
 holder cannot write, so it explains nothing either: what it tests is that the lock outlives
 its holder only until the lease ends.
@@ -242,13 +243,21 @@ class KillHolder(_Aimed):
     FAULTS = (FaultKind(f="kill-holder", heal="respawn-holder", targets="worker"),)  # a dead holder cannot write
     OPTIONS = (Option(name="respawn_after", type=float, default=1.0, min=0, max=1000,
                       help="how long a killed holder's worker stays down before a new process takes its place, "
-                           "in TTLs"),)
+                           "in TTLs"),
+               Option(name="after_renews", type=int, default=None, min=1, max=1000,
+                      help="with --renew: kill a holder once it has renewed k times in one hold (default: after "
+                           "its first ok renew; without --renew, after its ok read)"))
 
     def setup(self, ctx: NemesisContext) -> None:
         self.workers = _workers(ctx, KillsClients, self.name)
         spec = ctx.spec
-        self._setup(ctx, values(spec.options, self.OPTIONS)["respawn_after"] * spec.ttl_ms / 1000)
+        v = values(spec.options, self.OPTIONS)
+        self._setup(ctx, v["respawn_after"] * spec.ttl_ms / 1000)
         self.trigger = "renew" if getattr(spec, "renew", False) else "read"
+        if v["after_renews"] is not None and self.trigger != "renew":
+            raise BadArgument(f"{self.name} -o after_renews={v['after_renews']} needs holders that renew: add --renew")
+        self.after_renews = v["after_renews"] or 1
+        self.renews: dict[Any, int] = {}  # ok renews of each process's current hold
         self.down: set[int] = set()
         self.stopped: set[int] = set()
 
@@ -267,15 +276,18 @@ class KillHolder(_Aimed):
                             value={"worker": event.value["worker"]}, phase="heal")]
         if not self._see(event):
             return []
+        if event.type == "ok" and event.f in ("acquire", "renew"):
+            self.renews[event.process] = self.renews.get(event.process, 0) + 1 if event.f == "renew" else 0
         if not (event.f == self.trigger and event.type == "ok" and event.process in self.holders.now):
             return []
-        if self.down or not self._may_start(ctx.time):
+        renewed = self.renews.get(event.process, 0)
+        if self.down or not self._may_start(ctx.time) or (self.trigger == "renew" and renewed < self.after_renews):
             return []
         worker = event.process % self.n
         self.next_allowed = ctx.time + self.span_s + self.cooldown
         self.down.add(worker)
-        return [Planned(at=ctx.time, f="kill-holder", value={"process": event.process, "worker": worker},
-                        phase="fault")]
+        v = {"process": event.process, "worker": worker, **({"renews": renewed} if self.trigger == "renew" else {})}
+        return [Planned(at=ctx.time, f="kill-holder", value=v, phase="fault")]
 
     def _ready(self, i: int, process: int) -> str | None:
         """Why the stopped worker i must not be killed now (None: it may)."""

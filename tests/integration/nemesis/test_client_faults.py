@@ -126,6 +126,7 @@ CLIENT = ("--client", f"{sys.executable} {ROOT / 'clients/example-redis/client.p
 @pytest.mark.parametrize("name, args", [("redis", ("--backend", "redis")), ("redlock", ("--backend", "redlock")),
                                         ("etcd", ("--backend", "etcd")),
                                         ("etcd-renew", ("--backend", "etcd", "--renew")),
+                                        ("etcd-after-2-renews", ("--backend", "etcd", "--renew", "-o", "after_renews=2")),
                                         ("external-redis", CLIENT)])
 def test_kill_holder_kills_the_holders_group_and_a_new_process_takes_its_place(tmp_path, name, args):
     summary, history = run_json(tmp_path, *args, "--nemesis", "kill-holder", "--time-limit", "14",
@@ -148,8 +149,11 @@ def test_kill_holder_kills_the_holders_group_and_a_new_process_takes_its_place(t
         # it held, with no op in flight, when it died; after that only the hold's closing
         # record, stamped once it was gone and before the kill was recorded ok
         assert before[-1]["type"] != "invoke" and v["process"] in _holders_at(history, t, None), before[-3:]
-        if "--renew" in args:  # with --renew it is aimed once the holder has renewed
+        if "--renew" in args:  # with --renew it is aimed once the holder has renewed (k times)
             assert (before[-1]["f"], before[-1]["type"]) == ("renew", "ok"), before[-3:]
+            granted = max(j for j, o in enumerate(before) if o["f"] == "acquire" and o["type"] == "ok")
+            renewed = sum(1 for o in before[granted:] if o["f"] == "renew" and o["type"] == "ok")
+            assert renewed == v["renews"] >= (2 if "after_renews=2" in args else 1), (renewed, v)
         assert [(o["type"], o["f"], o.get("error")) for o in after] == \
             [("invoke", "release", None), ("info", "release", KILLED)], after
         assert after[-1]["time_ns"] < k["time_ns"]
@@ -185,14 +189,15 @@ def _written(store: Path) -> list[dict]:
     return ops
 
 
-@pytest.mark.parametrize("nemesis, landed", [("pause-waiter", "pause-waiter"), ("kill-holder", "kill-holder")])
+@pytest.mark.parametrize("nemesis, landed", [("pause-waiter", "pause-waiter"), ("kill-holder", "kill-holder"),
+                                             ("partition-waiter", "partition-waiter")])
 def test_ctrl_c_while_the_fault_is_on_leaves_nothing(tmp_path, nemesis, landed):
     from tests.integration.commands.test_interrupt import leftovers
 
     before = leftovers()
     p = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", "redis", "--nemesis", nemesis,
                           "--time-limit", "60", "--seed", "4", "--nemesis-interval", "1.5", "--store", str(tmp_path),
-                          "--json", "-o", "pause_multiple=10" if nemesis == "pause-waiter" else "respawn_after=10"],
+                          "--json", "-o", "respawn_after=10" if nemesis == "kill-holder" else "pause_multiple=10"],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         hit = eventually(lambda: next((o for o in _written(tmp_path) if o["process"] == "nemesis" and o["f"] == landed

@@ -284,7 +284,22 @@ def test_with_renew_it_waits_for_an_ok_renew():
     nem = make(KillHolder, renew=True)
     assert see(nem, 1.5, *acquired(0), op(0, "ok", "read")) == []
     (k,) = see(nem, 1.6, op(0, "invoke", "renew"), op(0, "ok", "renew"))
-    assert k.value == {"process": 0, "worker": 0}
+    assert k.value == {"process": 0, "worker": 0, "renews": 1}
+
+
+def test_after_renews_waits_for_the_kth_ok_renew_of_one_hold():
+    nem = make(KillHolder, renew=True, after_renews=3)
+    renew = [op(0, "invoke", "renew"), op(0, "ok", "renew")]
+    failed = [op(0, "invoke", "renew"), op(0, "fail", "renew")]
+    assert see(nem, 1.5, *acquired(0), *renew, *renew, *failed) == []  # a failed renew is not counted
+    assert see(nem, 1.5, op(0, "invoke", "release"), op(0, "ok", "release"), *acquired(0), *renew, *renew) == []
+    (k,) = see(nem, 1.6, *renew)  # the count starts again with each hold
+    assert k.value == {"process": 0, "worker": 0, "renews": 3}
+
+
+def test_after_renews_needs_holders_that_renew():
+    with pytest.raises(BadArgument, match="after_renews=2 needs holders that renew: add --renew"):
+        make(KillHolder, after_renews=2)
 
 
 @pytest.mark.parametrize("why, t, events", [
