@@ -86,7 +86,7 @@ def test_pause_waiter_stops_a_worker_mid_acquire(tmp_path, backend):
 
 
 # -- partition-waiter ----------------------------------------------------------------------
-@pytest.mark.parametrize("backend", ["redis", "zookeeper", "etcd"])
+@pytest.mark.parametrize("backend", ["redis", "redlock", "zookeeper", "etcd"])
 def test_partition_waiter_cuts_a_waiters_namespace_mid_acquire(tmp_path, backend):
     summary, history = run_json(tmp_path, "--backend", backend, "--nemesis", "partition-waiter", "--time-limit", "14",
                                 "--nemesis-interval", "2", "--seed", "3")
@@ -243,3 +243,40 @@ def test_kill_holder_on_a_reference_client(tmp_path, which):
     figure(f"kill-holder {which}", f"{len(kills)} holders killed with their client process "
                                    f"{[(k['value']['worker'], k['value']['gone_ms']) for k in kills]}; valid; "
                                    f"{summary['run_dir']}")
+
+
+def test_partition_waiter_on_curator_keeps_the_lock(tmp_path):
+    """Curator's InterProcessMutex: a waiter cut from every ZooKeeper server past its session,
+    with an acquire timeout longer than the cut, is not told that it holds the lock."""
+    summary, history = run_json(tmp_path, *_reference("java"), "--nemesis", "partition-waiter", "--acquire-timeout",
+                                "12", "--time-limit", "20", "--nemesis-interval", "2", "--seed", "3")
+    assert [o for o in nemesis_ops(history, "ok") if o["f"] == "partition-waiter"]
+    assert summary["valid"] is True, summary
+    figure("partition-waiter java", f"valid; {summary['run_dir']}")
+
+
+def test_partition_waiter_on_etcd_mutex_grants_only_cut_waiters_after_their_heal(tmp_path):
+    """etcd 3.4's concurrency.Mutex as shipped, a waiter cut off past its session's lease (4 s
+    against 2 s) inside Lock (acquire timeout 12 s): as under pause-waiter, Lock may tell it on
+    reconnecting that it holds the lock while another process does (seed 3 on 2026-12-03: 1
+    UNEXPLAINED, granted 2.5 s after the heal with a validity already past). Any violation must
+    be that: UNEXPLAINED (a cut waiter explains nothing), its second holder a cut waiter
+    granted after its heal. With -o reread_after_lock=true the same schedule is valid."""
+    args = (*_reference("go"), "--nemesis", "partition-waiter", "--acquire-timeout", "12", "--time-limit", "20",
+            "--nemesis-interval", "2", "--seed", "3")
+    summary, history = run_json(tmp_path / "shipped", *args)
+    cuts = [o for o in nemesis_ops(history, "ok") if o["f"] == "partition-waiter"]
+    heals = {o["value"]["process"]: o["time_ns"] for o in nemesis_ops(history, "ok")
+             if o["f"] == "heal-waiter" and "process" in (o["value"] or {})}
+    assert cuts, nemesis_ops(history, "fail")
+    results = json.loads((Path(summary["run_dir"]) / "results.json").read_text())
+    overlaps = results["checkers"]["mutex"]["details"]["overlaps"]
+    assert set(summary["violations_by_cause"]) <= {"unexplained"}, summary
+    for o in overlaps:
+        waiter = o["second"]["process"]
+        assert waiter in heals and o["second"]["time_ns"] > heals[waiter], (o, heals)
+    checked, _ = run_json(tmp_path / "reread", *args, "-o", "reread_after_lock=true")
+    assert checked["valid"] is True, checked
+    figure("partition-waiter go-etcd", f"as shipped: {summary['violations']} cut waiters told they held the lock "
+                                       f"after their heal ({summary['run_dir']}); with reread_after_lock: valid "
+                                       f"({checked['run_dir']})")
