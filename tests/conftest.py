@@ -4,6 +4,7 @@ run they started, no state dir, no namespace; this is checked after each of them
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -11,6 +12,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+
+# The tests of Ctrl-C send SIGINT to the chaos commands they start. A suite launched in the
+# background (`make test &`, nohup, a CI runner without a terminal) may inherit SIGINT ignored,
+# which exec keeps, so those commands would never see the press (and `deferred()` rightly keeps
+# an ignored SIGINT ignored). Python's own handler here makes every child start with the default.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parent.parent
 
