@@ -183,6 +183,7 @@ def test_a_waiter_whose_session_expired_while_it_waited(request, recheck):
         b.close()
 
 
+@pytest.mark.campaign  # the deterministic session-expiry steps above prove the same in the suite
 @pytest.mark.parametrize("recheck", ["false", "true"])
 def test_under_pause_waiter_curator_stays_valid_with_the_recheck_or_without(tmp_path, recheck):
     """The run-level view of the test above: a waiter stopped for 3 TTLs (6 s, past its 3 s
