@@ -107,7 +107,10 @@ def system_state() -> dict:
     from harness.cluster.reaper import processes
 
     shm = Path("/dev/shm")
-    roots = [p for p in shm.glob("chaoslock*") if p.is_dir() and not p.is_symlink()]
+    # one listing: a state root that another test's command makes between two listings would
+    # otherwise show up in the second as a new top-level entry
+    listed = list(shm.glob("chaoslock*"))
+    roots = [p for p in listed if p.is_dir() and not p.is_symlink()]
     state_dirs = {str(d): _owner_of(d) for root in roots for d in _listdir(root)}
     procs = processes()
     owners = {}
@@ -115,7 +118,7 @@ def system_state() -> dict:
         owners.setdefault(rid, _proc_owner(pid))
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split("\n")
     return {
-        "shm_top": {p.name for p in shm.glob("chaoslock*") if p not in roots},
+        "shm_top": {p.name for p in listed if p not in roots},
         "state_dirs": state_dirs,
         "faketime": {p.name for p in shm.iterdir() if "faketime" in p.name},
         "netns": {line.split()[0] for line in ns if line.startswith("cl-")},
