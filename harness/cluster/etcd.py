@@ -217,6 +217,7 @@ class EtcdKind:
     clock_read_error_s = 1.0  # its only clock read-back is the 1 s HTTP Date header
     persists = True
     sessions = True  # a lock is a key attached to the client's lease
+    stops_together = False  # a leader stopped with its peers waits for one to take over, until SIGKILL
 
     def leader(self, nodes: Sequence[Node]) -> str | None:
         return leader(nodes)

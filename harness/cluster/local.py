@@ -241,8 +241,7 @@ class LocalCluster(ServerCluster):
             self._down()
 
     def _down(self) -> None:
-        for name in list(self._state):
-            self._stop(name)
+        self._stop_all()
         for log in self._logs.values():
             try:
                 log.close()
@@ -257,26 +256,38 @@ class LocalCluster(ServerCluster):
                 pass
         self._remove_state_dir()
 
-    def _stop(self, name: str, sig_timeout: float = 5.0) -> None:
-        st = self._state.get(name)
-        if not st or not st.alive:
-            return
-        p = st.extra["popen"]
-        for sig in (signal.SIGCONT, signal.SIGTERM):
+    def _stop_all(self, sig_timeout: float = 5.0) -> None:
+        """Stop every live server: SIGTERM (resumed first, a paused one cannot exit), then
+        wait, SIGKILL after sig_timeout. Kinds that stop together (ServerKind.stops_together)
+        get their SIGTERMs at once and shut down side by side (a ZooKeeper JVM takes ~0.4 s);
+        the others one after another."""
+        live = [(name, st) for name, st in self._state.items() if st.alive]
+        together = [st for name, st in live if self._kinds[name].stops_together]
+        self._stop_group(together, sig_timeout)
+        for name, st in live:
+            if not self._kinds[name].stops_together:
+                self._stop_group([st], sig_timeout)
+
+    def _stop_group(self, live: list[ProcState], sig_timeout: float) -> None:
+        for st in live:
+            for sig in (signal.SIGCONT, signal.SIGTERM):
+                try:
+                    os.killpg(st.pid, sig)
+                except ProcessLookupError:
+                    break
+        deadline = time.monotonic() + sig_timeout
+        for st in live:
+            p = st.extra["popen"]
             try:
-                os.killpg(p.pid, sig)
-            except ProcessLookupError:
-                break
-        try:
-            p.wait(sig_timeout)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait(5)
-        st.alive = st.paused = False
-        self._forget_pid(st)
+                p.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                p.wait(5)
+            st.alive = st.paused = False
+            self._forget_pid(st)
 
     def _forget_pid(self, st: ProcState) -> None:
         if st.extra.get("faketime"):

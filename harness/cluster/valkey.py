@@ -77,6 +77,7 @@ class ValkeyKind:
     clock_expiry = True  # key expiry reads the wall clock libfaketime moves
     clock_read_error_s = 0.0
     sessions = False
+    stops_together = True
 
     def __init__(self, appendonly: bool = False):
         self.appendonly = appendonly

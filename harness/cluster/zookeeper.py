@@ -173,6 +173,7 @@ class ZooKeeperKind:
     clock_read_error_s = 0.0
     persists = True
     sessions = True
+    stops_together = True
 
     def __init__(self, clock_method: str = "timewarp"):
         self.clock_method = clock_method

@@ -238,6 +238,8 @@ class ServerKind(Protocol):
     clock_read_error_s: float  # how far off read_clock may be beyond the request itself
     persists: bool  # whether a server's data survives a kill
     sessions: bool  # whether its locks live as long as a client session or lease
+    stops_together: bool  # whether teardown may SIGTERM all its servers at once (etcd's leader
+    #   hands over leadership on SIGTERM and waits for a peer to take it, so etcd stops one by one)
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> ServerKind:

@@ -78,6 +78,7 @@ class Memcached:
     clock_read_error_s = 1.0
     persists = False
     sessions = False
+    stops_together = True
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> Memcached:
