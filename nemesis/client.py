@@ -17,9 +17,21 @@ in its critical section, right after its ok read (with `--renew`, its ok renew; 
 `-o after_renews=k`, its k-th ok renew of one hold); after
 `respawn_after` x TTL a new process takes the worker's slot under a new process id. The dead
 holder cannot write, so it explains nothing either: what it tests is that the lock outlives
-its holder only until the lease ends.
+its holder only until the lease ends. With `-o during=acquire` it kills a waiter instead,
+between its acquire request and the reply, while another process holds: armed at an ok
+acquire, the waiter stops at its next acquire invoke, is let go HEAD_START_S so its request
+leaves, then stopped, looked at (acquire still unanswered) and killed; its acquire is closed
+with an `info` at its death (the servers may have granted it, or queued it).
 
-Both stop the worker first and look at it stopped before they act, so what they record is
+`cut-in-flight`: cut a holder's client namespace from every lock server at the moment it
+invokes `release` (`-o during=renew`: a renew, with --renew), before the request is sent: the
+worker is armed to stop right after recording the invoke (harness/engine/pool.py `arm`), the
+cut is made and probed while it waits, then it goes on into the cut. Healed after `-o cut_ms`.
+The op's outcome is whatever the client reports (a timeout: `info`); TCP may still deliver
+the request after the heal, so the history shows what the servers did. A cut holder may
+overrun its lease (its renew is cut) and its release may land late: it explains both.
+
+pause-waiter and kill-holder stop the worker first and look at it stopped before they act, so what they record is
 what happened: a waiter is paused only if its acquire is still in flight (else the op
 fails, "missed", and the next waiter is aimed at); a holder is killed only if it still
 holds, has no op in flight and every op it recorded has reached the history. The kill
@@ -37,15 +49,18 @@ from typing import Any
 
 from harness.cluster import grudge as G
 from harness.core.contracts.cluster import client_host
-from harness.core.contracts.nemesis import KillsClients, NemesisContext, Planned, WatchesClients, complete
+from harness.core.contracts.nemesis import KillsClients, NemesisContext, ParksClients, Planned, WatchesClients, complete
 from harness.core.errors import BadArgument
 from harness.core.faults import FaultKind
 from harness.core.history import NEMESIS, Holders, Op, now_ns
 from harness.core.options import Option, values
 from nemesis.partition import _Net
-from nemesis.process import PauseHolder
+from nemesis.process import PauseHolder, RenewCount, after_renews_option, renew_trigger
 
 KILLED = "killed: the process was SIGKILLed holding the lock (recorded for it by kill-holder); the lock ends when its lease does"
+KILLED_ACQUIRING = ("killed: the process was SIGKILLed with its acquire in flight (recorded for it by kill-holder "
+                    "-o during=acquire); whatever the servers granted it ends when its lease does")
+HEAD_START_S = 0.05  # how long a waiter let go at its acquire runs before the stop (its request leaves)
 QUEUE_WAIT_S = 0.01  # how long the history queue may stay locked under a stopped holder (another worker's write is shorter)
 STOP_TRIES = 5  # stops of a holder that was writing into the queue, before the kill is given up
 
@@ -244,20 +259,28 @@ class KillHolder(_Aimed):
     OPTIONS = (Option(name="respawn_after", type=float, default=1.0, min=0, max=1000,
                       help="how long a killed holder's worker stays down before a new process takes its place, "
                            "in TTLs"),
-               Option(name="after_renews", type=int, default=None, min=1, max=1000,
-                      help="with --renew: kill a holder once it has renewed k times in one hold (default: after "
-                           "its first ok renew; without --renew, after its ok read)"))
+               after_renews_option("kill"),
+               Option(name="during", type=str, default="hold", choices=("hold", "acquire"),
+                      help="kill a holder in its critical section, or a waiter between its acquire request and "
+                           "the reply (while another process holds)"))
 
     def setup(self, ctx: NemesisContext) -> None:
         self.workers = _workers(ctx, KillsClients, self.name)
         spec = ctx.spec
         v = values(spec.options, self.OPTIONS)
         self._setup(ctx, v["respawn_after"] * spec.ttl_ms / 1000)
-        self.trigger = "renew" if getattr(spec, "renew", False) else "read"
-        if v["after_renews"] is not None and self.trigger != "renew":
-            raise BadArgument(f"{self.name} -o after_renews={v['after_renews']} needs holders that renew: add --renew")
-        self.after_renews = v["after_renews"] or 1
-        self.renews: dict[Any, int] = {}  # ok renews of each process's current hold
+        self.trigger, self.after_renews = renew_trigger(self.name, spec, v["after_renews"])
+        self.during = v["during"]
+        if self.during == "acquire":
+            if v["after_renews"] is not None:
+                raise BadArgument(f"{self.name} -o during=acquire kills a waiter, which has renewed nothing: "
+                                  f"drop -o after_renews")
+            if spec.concurrency < 2:
+                raise BadArgument(f"{self.name} -o during=acquire needs a waiter and a holder: use --concurrency 2 "
+                                  f"or more (this run has {spec.concurrency})")
+            self.workers = _workers(ctx, ParksClients, self.name)
+        self.renews = RenewCount()
+        self.armed: int | None = None  # during=acquire: the worker armed to stop at its next acquire
         self.down: set[int] = set()
         self.stopped: set[int] = set()
 
@@ -276,11 +299,12 @@ class KillHolder(_Aimed):
                             value={"worker": event.value["worker"]}, phase="heal")]
         if not self._see(event):
             return []
-        if event.type == "ok" and event.f in ("acquire", "renew"):
-            self.renews[event.process] = self.renews.get(event.process, 0) + 1 if event.f == "renew" else 0
+        if self.during == "acquire":
+            return self._aim_at_waiter(ctx, event)
+        self.renews.see(event)
         if not (event.f == self.trigger and event.type == "ok" and event.process in self.holders.now):
             return []
-        renewed = self.renews.get(event.process, 0)
+        renewed = self.renews[event.process]
         if self.down or not self._may_start(ctx.time) or (self.trigger == "renew" and renewed < self.after_renews):
             return []
         worker = event.process % self.n
@@ -289,15 +313,37 @@ class KillHolder(_Aimed):
         v = {"process": event.process, "worker": worker, **({"renews": renewed} if self.trigger == "renew" else {})}
         return [Planned(at=ctx.time, f="kill-holder", value=v, phase="fault")]
 
-    def _ready(self, i: int, process: int) -> str | None:
+    def _aim_at_waiter(self, ctx, event: Op) -> list[Planned]:
+        """during=acquire: an ok acquire (someone holds) arms another worker, chosen by the
+        seed, to stop at its next acquire invoke; that invoke plans the kill."""
+        worker = event.process % self.n
+        if event.f == "acquire" and event.type == "ok" and self.armed is None and not self.down \
+                and self._may_start(ctx.time):
+            self.armed = self.rng.choice([w for w in range(self.n) if w != worker])
+            self.workers.arm(self.armed, "acquire")
+        elif event.f == "acquire" and event.type == "invoke" and worker == self.armed and self.workers.parked(worker):
+            self.armed = None  # (an earlier invoke, sent later in its batch, is not the moment: see CutInFlight)
+            if self.down or not self._may_start(ctx.time):
+                self.workers.let_go(worker)
+                return []
+            self.next_allowed = ctx.time + self.span_s + self.cooldown
+            self.down.add(worker)
+            v = {"process": event.process, "worker": worker, "during": "acquire"}
+            return [Planned(at=ctx.time, f="kill-holder", value=v, phase="fault")]
+        return []
+
+    def _ready(self, i: int, process: int, acquiring: bool = False) -> str | None:
         """Why the stopped worker i must not be killed now (None: it may)."""
         w = self.workers
         if w.process_of(i) != process:
             return f"worker {i} went on as process {w.process_of(i)}"
-        if not w.holding_lock(i):
+        if acquiring:
+            if not w.waiting_on_acquire(i):
+                return f"process {process} had its acquire answered"
+        elif not w.holding_lock(i):
             return f"process {process} had released"
         last = self.last.get(process)
-        if last is not None and last.type == "invoke":
+        if not acquiring and last is not None and last.type == "invoke":
             return f"process {process} had {last.f} in flight"
         if w.ops_recorded(i) != self.seen[i]:
             return f"process {process} had ops not yet in the history"
@@ -322,13 +368,20 @@ class KillHolder(_Aimed):
                 self.down.discard(i)
             return complete(op, "ok", value=done[0] if op.value is not None and done else {"respawned": done})
         i, process = op.value["worker"], op.value["process"]
+        acquiring = op.value.get("during") == "acquire"
+        if acquiring:
+            if not w.parked(i):
+                self.down.discard(i)
+                return complete(op, "fail", error=f"missed: worker {i} had sent its acquire already")
+            w.let_go(i)  # its request leaves; the stop lands while it waits for the reply
+            time.sleep(HEAD_START_S)
         why = None
         for _ in range(STOP_TRIES):
             if not w.pause(i):
                 why = f"worker {i} did not stop"
             else:
                 self.stopped.add(i)
-                why = self._ready(i, process)
+                why = self._ready(i, process, acquiring)
                 if why is None and self._queue_free():
                     break
                 why = why or "it was writing into the history queue"
@@ -343,16 +396,115 @@ class KillHolder(_Aimed):
         killed = w.kill(i)
         self.stopped.discard(i)
         t = now_ns()
-        base = {"process": process, "f": "release", "key": held.key if held else None,
-                "value": held.value if held else None}
-        w.record_for(i, [{k: v for k, v in d.items() if v is not None} for d in
-                         ({**base, "time_ns": t, "type": "invoke"}, {**base, "time_ns": t + 1, "type": "info", "error": KILLED})])
+        if acquiring:  # its acquire ends in doubt at its death: the servers may have granted it
+            asked = self.last.get(process)
+            w.record_for(i, [{k: v for k, v in {"process": process, "f": "acquire", "key": asked.key if asked else None,
+                                                 "time_ns": t, "type": "info", "error": KILLED_ACQUIRING}.items()
+                              if v is not None}])
+        else:
+            base = {"process": process, "f": "release", "key": held.key if held else None,
+                    "value": held.value if held else None}
+            w.record_for(i, [{k: v for k, v in d.items() if v is not None} for d in
+                             ({**base, "time_ns": t, "type": "invoke"},
+                              {**base, "time_ns": t + 1, "type": "info", "error": KILLED})])
         value = {**op.value, **killed}
         if not killed["gone"]:
             return complete(op, "info", value=value, error=f"worker {i}'s process group was not gone after the kill")
         return complete(op, "ok", value=value)
 
     def teardown(self) -> None:
+        if getattr(self, "armed", None) is not None:
+            self.workers.arm(self.armed, None)
         for i in sorted(getattr(self, "stopped", ())):  # stopped, never killed (an error between)
             self.workers.resume(i)
         self.stopped = set()
+
+
+class CutInFlight(_Aimed, _Net):
+    """Cuts a holder's links to every lock server as its release (or renew) is invoked,
+    before the request leaves; heals after cut_ms."""
+
+    name = "cut-in-flight"
+    fs = frozenset({"cut-in-flight", "heal-in-flight"})
+    FAULTS = (FaultKind(f="cut-in-flight", heal="heal-in-flight", targets="client",
+                        explains=("overran-cut-off", "in-flight-release")),)
+    OPTIONS = (Option(name="during", type=str, default="release", choices=("release", "renew"),
+                      help="the op whose request is cut: a holder's release, or (with --renew) its renew"),
+               Option(name="cut_ms", type=float, default=2000.0, min=1, max=600_000,
+                      help="how long the holder's links stay cut"))
+
+    def setup(self, ctx: NemesisContext) -> None:
+        self._setup_net(ctx)
+        self.workers = _workers(ctx, ParksClients, self.name)
+        spec = ctx.spec
+        v = values(spec.options, self.OPTIONS)
+        self.during = v["during"]
+        if self.during == "renew" and not getattr(spec, "renew", False):
+            raise BadArgument(f"{self.name} -o during=renew needs holders that renew: add --renew")
+        self._setup(ctx, v["cut_ms"] / 1000)
+        self.names = ctx.lock_node_names()
+        self.armed: int | None = None  # the worker armed to stop before its next `during`
+        self.cut: int | None = None  # the worker whose links are cut now
+
+    def heal_ops(self) -> list[tuple[str, Any]]:
+        return [("heal-in-flight", None)]
+
+    def on_event(self, ctx, event: Op) -> list[Planned]:
+        """A holder's ok acquire: arm its worker (seeded choice among holders seen while
+        none is armed). Its `during` invoke: cut now. The heal is planned once the cut is
+        known to have landed."""
+        if event.process == NEMESIS and event.f == "cut-in-flight":
+            if event.type == "fail":
+                self.cut = None
+                self.next_allowed = ctx.time
+                return []
+            return [Planned(at=round(ctx.time + self.span_s, 3), f="heal-in-flight", value=event.value, phase="heal")]
+        if not self._see(event):
+            return []
+        worker = event.process % self.n
+        if self.armed is None and self.cut is None and event.f == "acquire" and event.type == "ok" \
+                and self._may_start(ctx.time) and self.rng.random() < 0.5:
+            self.armed = worker
+            self.workers.arm(worker, self.during)
+            return []
+        if self.armed == worker and event.f == self.during and event.type == "invoke" and self.workers.parked(worker):
+            # (an invoke it had made before it was armed reaches the runner later, in its batch:
+            # only the one it waits at is the moment to cut)
+            self.armed = None
+            if not self._may_start(ctx.time):  # too late in the fault phase for a cut and its heal
+                self.workers.let_go(worker)
+                return []
+            self.cut = worker
+            self.next_allowed = ctx.time + self.span_s + self.cooldown
+            v = {"worker": worker, "client": client_host(worker, self.n), "process": event.process,
+                 "during": self.during, "key": event.key}
+            return [Planned(at=ctx.time, f="cut-in-flight", value=v, phase="fault")]
+        return []
+
+    def invoke(self, op: Op) -> Op:
+        w = self.workers
+        if op.f == "heal-in-flight":
+            if self.active:
+                self.cluster.heal()
+                self.active = False
+            healed, self.cut = self.cut, None
+            return complete(op, "ok", value=op.value or {"workers": [] if healed is None else [healed]})
+        i = op.value["worker"]
+        if not w.parked(i):
+            self.cut = None
+            return complete(op, "fail", error=f"missed: worker {i} had sent its {self.during} already "
+                                              f"(it waits at most a while to be cut)")
+        grudge = G.cut_client(op.value["client"], self.names, self.names)
+        self.cluster.partition(grudge)
+        self.active = True
+        err = self._probe_cut(grudge)  # a connect from the holder's namespace must now fail
+        if not w.parked(i):  # it waited PARK_MAX_S and went on: its request may have left before the cut
+            err = err or f"worker {i} went on before the cut was proven"
+        w.let_go(i)  # its request goes out into the cut
+        value = {**op.value, "servers": sorted(self.names)}
+        return complete(op, "info" if err else "ok", value=value, error=err)
+
+    def teardown(self) -> None:
+        if getattr(self, "armed", None) is not None:
+            self.workers.arm(self.armed, None)
+        _Net.teardown(self)

@@ -132,6 +132,38 @@ class Kill(_ServerProcessNemesis):
         self.affected = set()
 
 
+class RenewCount:
+    """How many times each process has renewed its current hold (ok renews since its last ok
+    acquire; a failed renew is not counted): what `-o after_renews=k` aims by."""
+
+    def __init__(self) -> None:
+        self.renews: dict[Any, int] = {}
+
+    def see(self, event: Op) -> None:
+        if event.type == "ok" and event.f == "acquire":
+            self.renews[event.process] = 0
+        elif event.type == "ok" and event.f == "renew":
+            self.renews[event.process] = self.renews.get(event.process, 0) + 1
+
+    def __getitem__(self, process: Any) -> int:
+        return self.renews.get(process, 0)
+
+
+def after_renews_option(verb: str) -> Option:
+    return Option(name="after_renews", type=int, default=None, min=1, max=1000,
+                  help=f"with --renew: {verb} a holder once it has renewed k times in one hold (default: after "
+                       f"its first ok renew; without --renew, after its ok read)")
+
+
+def renew_trigger(name: str, spec: Any, after_renews: int | None) -> tuple[str, int]:
+    """The op whose ok aims the fault at a holder ("read", or "renew" with --renew) and the
+    renews of one hold it waits for; after_renews without --renew is refused."""
+    trigger = "renew" if getattr(spec, "renew", False) else "read"
+    if after_renews is not None and trigger != "renew":
+        raise BadArgument(f"{name} -o after_renews={after_renews} needs holders that renew: add --renew")
+    return trigger, after_renews or 1
+
+
 class PauseHolder:
     """Stops the lock holder in its critical section, for pause_multiple x TTL."""
 
@@ -139,12 +171,16 @@ class PauseHolder:
     fs = frozenset({"pause-holder", "resume-holder"})
     FAULTS = (FaultKind(f="pause-holder", heal="resume-holder", targets="worker", explains=("overran-paused",)),)
     OPTIONS = (Option(name="pause_multiple", type=float, default=2.0, above=0, max=1000,
-                      help="how long the holder stays stopped, in TTLs"),)
+                      help="how long the holder stays stopped, in TTLs"),
+               after_renews_option("pause"))
 
     def setup(self, ctx: NemesisContext) -> None:
         self.ctx = ctx
         spec = ctx.spec
-        self.pause_s = values(spec.options, self.OPTIONS)["pause_multiple"] * spec.ttl_ms / 1000
+        v = values(spec.options, self.OPTIONS)
+        self.pause_s = v["pause_multiple"] * spec.ttl_ms / 1000
+        self.trigger, self.after_renews = renew_trigger(self.name, spec, v["after_renews"])
+        self.renews = RenewCount()
         self.cooldown = spec.nemesis_interval
         self.fault_phase = spec.time_limit - spec.recovery
         self.next_allowed = spec.nemesis_interval * 0.5
@@ -169,14 +205,18 @@ class PauseHolder:
         if not isinstance(event.process, int):
             return []
         self.holders.see(event)
-        if not (event.f == "read" and event.type == "ok" and event.process in self.holders.now):
+        self.renews.see(event)
+        if not (event.f == self.trigger and event.type == "ok" and event.process in self.holders.now):
             return []
-        if self.paused or ctx.time < self.next_allowed or ctx.time + self.pause_s >= self.fault_phase:
+        renewed = self.renews[event.process]
+        if self.paused or ctx.time < self.next_allowed or ctx.time + self.pause_s >= self.fault_phase \
+                or (self.trigger == "renew" and renewed < self.after_renews):
             return []
         worker = event.process % self.ctx.spec.concurrency
         self.next_allowed = ctx.time + self.pause_s + self.cooldown
         self.paused[worker] = event.process
-        v = {"process": event.process, "worker": worker, "seconds": round(self.pause_s, 3)}
+        v = {"process": event.process, "worker": worker, "seconds": round(self.pause_s, 3),
+             **({"renews": renewed} if self.trigger == "renew" else {})}
         return [Planned(at=ctx.time, f="pause-holder", value=v, phase="fault")]
 
     def invoke(self, op: Op) -> Op:

@@ -118,6 +118,7 @@ class Workers:
         self.waiting = self.ctx.Array("b", spec.concurrency, lock=False)  # 1 while its acquire is in flight
         self.recorded = self.ctx.Array("q", spec.concurrency, lock=False)  # ops each worker has recorded
         self.processes = self.ctx.Array("q", list(range(spec.concurrency)), lock=False)  # its process id now
+        self.parking = self.ctx.Array("b", spec.concurrency, lock=False)  # an op to stop before (worker.PARK_CODES)
         self.procs: list[Any] = []
         self.args: list[WorkerArgs] = []
         self.paused: set[int] = set()
@@ -141,7 +142,7 @@ class Workers:
                               clocks=self.clocks, clock_seen=self.clock_seen, holding=self.holding,
                               log_path=str(log_dir / f"worker-c{i + 1}.log") if log_dir else None,
                               cgroup_procs=procs, waiting=self.waiting, recorded=self.recorded,
-                              processes=self.processes)
+                              processes=self.processes, parking=self.parking)
             self.args.append(args)
             self.procs.append(self._process(args))
 
@@ -250,6 +251,23 @@ class Workers:
         runner received from it when nothing is kept in the worker or still in the pipe."""
         return int(self.recorded[index])
 
+    def arm(self, index: int, f: str | None) -> None:
+        """Make the worker stop before it sends its next `f` (acquire, release, renew), right
+        after recording the invoke, until `let_go` (at most worker.PARK_MAX_S); None disarms."""
+        from harness.engine.worker import PARK_CODES, PARKED
+
+        if self.parking[index] != PARKED:
+            self.parking[index] = PARK_CODES[f] if f is not None else 0
+
+    def parked(self, index: int) -> bool:
+        """Whether the worker waits before sending the op it was armed for."""
+        from harness.engine.worker import PARKED
+
+        return self.parking[index] == PARKED
+
+    def let_go(self, index: int) -> None:
+        self.parking[index] = 0
+
     def queue_busy(self) -> bool:
         """Whether some process is writing into the workers' queue now. A worker killed while
         it writes would leave half a message and the queue's lock held for ever (every other
@@ -273,7 +291,7 @@ class Workers:
             pass
         self.down.add(index)
         self.paused.discard(index)
-        self.holding[index] = self.waiting[index] = 0
+        self.holding[index] = self.waiting[index] = self.parking[index] = 0
         left = group
         while left and time.monotonic() - t < wait_s:
             time.sleep(0.002)
@@ -323,6 +341,8 @@ class Workers:
         meanwhile: a worker cannot exit until its last batch is in the queue's pipe, and a
         full pipe waits for a reader."""
         self.stop_event.set()
+        for i in range(self.concurrency):
+            self.parking[i] = 0  # armed or parked: go on (a parked one would wait PARK_MAX_S)
         for i in list(self.paused):
             self.resume(i)
         for p in self.gone:

@@ -37,6 +37,11 @@ FAILED = "failed"  # the message a worker sends instead when it cannot go on: {F
 THROTTLED = "throttled"  # the message a worker sends the first time its recording is slowed: {THROTTLED: index}
 MAX_OPS_PER_S = 50_000  # most ops one worker records per second (a client answering in no time floods the history)
 SAFETY_MARGIN = 0.2  # fraction of the TTL kept free between the end of a hold and expiry
+# A worker's `parking` slot: 0, or the code of the op it is to stop before sending (a
+# nemesis armed it), or PARKED while it waits there for the nemesis to let it go.
+PARK_CODES = {"acquire": 1, "release": 2, "renew": 3}
+PARKED = -1
+PARK_MAX_S = 2.0  # longest a worker waits to be let go; then it goes on (the nemesis missed it)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,6 +59,7 @@ class WorkerArgs:
     waiting: Any = None  # shared flags, one per worker: 1 from an acquire's invoke to its completion (pause-waiter)
     recorded: Any = None  # shared counts, one per worker: ops recorded so far (kill-holder: all of them received?)
     processes: Any = None  # shared, one per worker: the process id it records under now
+    parking: Any = None  # shared, one per worker: an op to stop before sending (cut-in-flight), see PARK_CODES
     first_process: int | None = None  # a respawned worker's first process id (default: its index)
     deadline: float | None = None  # a respawned worker's end of the workload (monotonic), else go + time_limit
 
@@ -71,10 +77,11 @@ class Recorder:
     only its delivery waits."""
 
     def __init__(self, queue, process: int, holding=None, index: int = 0, batch: int | None = None,
-                 max_rate: int = MAX_OPS_PER_S, waiting=None, recorded=None, processes=None):
+                 max_rate: int = MAX_OPS_PER_S, waiting=None, recorded=None, processes=None, parking=None):
         self.queue = queue
         self.holding, self.index = holding, index
         self.waiting, self.recorded, self.processes = waiting, recorded, processes
+        self.parking = parking
         self.process = process
         self.batch = batch
         self.kept: list[dict] = []
@@ -109,12 +116,24 @@ class Recorder:
                 d[k] = v
         if self.batch is None:
             self.queue.put(d)
-            return
-        if not self.kept:
-            self.since = time.monotonic()
-        self.kept.append(d)
-        if len(self.kept) >= self.batch:
-            self.flush()
+        else:
+            if not self.kept:
+                self.since = time.monotonic()
+            self.kept.append(d)
+            if len(self.kept) >= self.batch:
+                self.flush()
+        if type_ == "invoke" and self.parking is not None and self.parking[self.index] == PARK_CODES.get(f):
+            self.park()
+
+    def park(self) -> None:
+        """Stop here, the op invoked but not yet sent, until the nemesis that armed this
+        worker lets it go (it cuts the client's links meanwhile), at most PARK_MAX_S."""
+        self.parking[self.index] = PARKED
+        self.flush()  # the nemesis reacts to this invoke
+        deadline = time.monotonic() + PARK_MAX_S
+        while self.parking[self.index] == PARKED and time.monotonic() < deadline:
+            time.sleep(0.0005)
+        self.parking[self.index] = 0
 
     def flush(self) -> None:
         """Send what is kept. A worker that has sent MAX_OPS_PER_S ops in the current second
@@ -211,7 +230,7 @@ def _work(args: WorkerArgs, queue, stop, go) -> None:
     store = FencedCounter(args.store, keys[0], fencing=spec.fencing)
     counters = {keys[0]: store}
     rec = Recorder(queue, first, args.holding, args.index, batch=BATCH, waiting=args.waiting,
-                   recorded=args.recorded, processes=args.processes)
+                   recorded=args.recorded, processes=args.processes, parking=args.parking)
     queue.put({READY: args.index})
     go.wait()
     # the runner stops the workers then (its clock starts at go); a respawned worker is told when

@@ -77,6 +77,20 @@ class WatchesClients(Clients, Protocol):
 
 
 @runtime_checkable
+class ParksClients(WatchesClients, Protocol):
+    """Optional: stop a client worker at a chosen op, after its invoke is recorded and before
+    the request is sent (cut-in-flight cuts its links there)."""
+
+    def arm(self, index: int, f: str | None) -> None:
+        """Stop it before it sends its next `f` ("acquire", "release", "renew"); None disarms."""
+
+    def parked(self, index: int) -> bool:
+        """Whether it waits there now."""
+
+    def let_go(self, index: int) -> None: ...
+
+
+@runtime_checkable
 class KillsClients(WatchesClients, Protocol):
     """Optional: SIGKILL a client worker and start a new process in its place."""
 

@@ -1,6 +1,8 @@
 """pause-waiter (SIGSTOP a worker whose acquire is in flight while another holds the lock),
-partition-waiter (cut that worker's namespace from the servers instead) and kill-holder (SIGKILL a holder's process group mid critical section; a new process takes
-its slot), as whole `chaos run`s on real servers, read back from the history they recorded:
+partition-waiter (cut that worker's namespace from the servers instead), kill-holder (SIGKILL a
+holder's process group mid critical section, or with -o during=acquire a waiter between its
+request and the reply; a new process takes its slot) and cut-in-flight (cut a holder's links as
+its release or renew leaves), as whole `chaos run`s on real servers, read back from the history they recorded:
 each fault landed where it was aimed, the verdict is valid or explained, and Ctrl-C while a
 waiter is stopped or a worker is down leaves nothing behind."""
 
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from nemesis.client import KILLED
+from nemesis.client import KILLED, KILLED_ACQUIRING
 from tests.conftest import ROOT, eventually, installed
 from tests.integration.nemesis.probes import MARKS, figure, nemesis_ops, run_json
 
@@ -52,6 +54,24 @@ def _no_unexplained(summary) -> None:
     assert "unexplained" not in summary["violations_by_cause"], summary["violations_by_cause"]
 
 
+def _paired(history, fault: str, heal: str) -> list[tuple[dict, dict]]:
+    """Each ok fault of kind `fault` with the heal planned for it (same worker), at least one."""
+    oks = nemesis_ops(history, "ok")
+    starts = [o for o in oks if o["f"] == fault]
+    ends = [o for o in oks if o["f"] == heal and "worker" in o["value"]]  # planned, one per fault
+    assert starts and len(ends) == len(starts), nemesis_ops(history, "fail") + nemesis_ops(history, "info")
+    for start, end in zip(starts, ends):
+        assert end["value"]["worker"] == start["value"]["worker"], (start, end)
+    return list(zip(starts, ends))
+
+
+def _missed(history, fault: str) -> list[dict]:
+    """The faults of kind `fault` that did not land; each must say it missed."""
+    missed = [o for o in nemesis_ops(history, "fail") if o["f"] == fault]
+    assert all(o["error"].startswith("missed: ") for o in missed), missed
+    return missed
+
+
 # -- pause-waiter --------------------------------------------------------------------------
 # Redlock under the aimed faults is a campaign test (the nightly runs it): the suite keeps valkey's
 # path through redis, and stays under 30 minutes.
@@ -59,15 +79,11 @@ def _no_unexplained(summary) -> None:
 def test_pause_waiter_stops_a_worker_mid_acquire(tmp_path, backend):
     summary, history = run_json(tmp_path, "--backend", backend, "--nemesis", "pause-waiter", "--time-limit", "14",
                                 "--nemesis-interval", "2", "--seed", "3")
-    oks = nemesis_ops(history, "ok")
-    pauses = [o for o in oks if o["f"] == "pause-waiter"]
-    resumes = [o for o in oks if o["f"] == "resume-waiter" and "worker" in o["value"]]  # planned, one per pause
-    assert pauses and len(resumes) == len(pauses), nemesis_ops(history, "fail")
+    pauses = _paired(history, "pause-waiter", "resume-waiter")
     seen = []
-    for p, resume in zip(pauses, resumes):
+    for p, resume in pauses:
         v = p["value"]
         assert v["stopped"] is True and v["holders"], v  # read back: state T, another worker's holding flag
-        assert resume["value"]["worker"] == v["worker"]
         assert resume["time_ns"] - p["time_ns"] >= 0.95 * v["seconds"] * 1e9
         mine = _ops_of(history, v["process"])
         before = [o for o in mine if o["time_ns"] < p["time_ns"]]
@@ -79,8 +95,7 @@ def test_pause_waiter_stops_a_worker_mid_acquire(tmp_path, backend):
         assert _holders_at(history, p["time_ns"], v["process"]), "someone else held the lock"
         outcome = after[0]["type"] if after and after[0]["f"] == "acquire" else None
         seen.append((v["worker"], round((resume["time_ns"] - p["time_ns"]) / 1e9, 2), outcome))
-    missed = [o for o in nemesis_ops(history, "fail") if o["f"] == "pause-waiter"]
-    assert all(o["error"].startswith("missed: ") for o in missed), missed
+    missed = _missed(history, "pause-waiter")
     _no_unexplained(summary)
     figure(f"pause-waiter {backend}", f"{len(pauses)} waiters stopped mid-acquire (worker, s, its acquire then) {seen}, "
                                       f"{len(missed)} missed; valid {summary['valid']}, violations "
@@ -92,15 +107,11 @@ def test_pause_waiter_stops_a_worker_mid_acquire(tmp_path, backend):
 def test_partition_waiter_cuts_a_waiters_namespace_mid_acquire(tmp_path, backend):
     summary, history = run_json(tmp_path, "--backend", backend, "--nemesis", "partition-waiter", "--time-limit", "14",
                                 "--nemesis-interval", "2", "--seed", "3")
-    oks = nemesis_ops(history, "ok")
-    cuts = [o for o in oks if o["f"] == "partition-waiter"]
-    heals = [o for o in oks if o["f"] == "heal-waiter" and "worker" in o["value"]]  # planned, one per cut
-    assert cuts and len(heals) == len(cuts), nemesis_ops(history, "fail") + nemesis_ops(history, "info")
+    cuts = _paired(history, "partition-waiter", "heal-waiter")
     seen = []
-    for c, heal in zip(cuts, heals):
+    for c, heal in cuts:
         v = c["value"]
         assert v["holders"] and v["client"] == f"c{v['worker'] + 1}" and v["servers"], v  # probed, flags read
-        assert heal["value"]["worker"] == v["worker"]
         assert heal["time_ns"] - c["time_ns"] >= 0.95 * v["seconds"] * 1e9
         mine = _ops_of(history, v["process"])
         before = [o for o in mine if o["time_ns"] < c["time_ns"]]
@@ -113,8 +124,7 @@ def test_partition_waiter_cuts_a_waiters_namespace_mid_acquire(tmp_path, backend
         after = [o for o in mine if o["time_ns"] > c["time_ns"] and o["f"] == "acquire" and o["type"] != "invoke"]
         seen.append((v["worker"], round((heal["time_ns"] - c["time_ns"]) / 1e9, 2),
                      after[0]["type"] if after else None))
-    missed = [o for o in nemesis_ops(history, "fail") if o["f"] == "partition-waiter"]
-    assert all(o["error"].startswith("missed: ") for o in missed), missed
+    missed = _missed(history, "partition-waiter")
     _no_unexplained(summary)
     figure(f"partition-waiter {backend}", f"{len(cuts)} waiters cut mid-acquire (worker, s, its acquire then) {seen}, "
                                           f"{len(missed)} missed; valid {summary['valid']}, violations "
@@ -133,12 +143,9 @@ CLIENT = ("--client", f"{sys.executable} {ROOT / 'clients/example-redis/client.p
 def test_kill_holder_kills_the_holders_group_and_a_new_process_takes_its_place(tmp_path, name, args):
     summary, history = run_json(tmp_path, *args, "--nemesis", "kill-holder", "--time-limit", "14",
                                 "--nemesis-interval", "2", "--seed", "3")
-    oks = nemesis_ops(history, "ok")
-    kills = [o for o in oks if o["f"] == "kill-holder"]
-    respawns = [o for o in oks if o["f"] == "respawn-holder" and "worker" in o["value"]]  # planned, one per kill
-    assert kills and len(respawns) == len(kills), nemesis_ops(history, "fail")
+    kills = _paired(history, "kill-holder", "respawn-holder")
     seen = []
-    for k, r in zip(kills, respawns):
+    for k, r in kills:
         v = k["value"]
         assert v["gone"] is True and v["pid"] in v["group"], v
         if name.startswith("external"):
@@ -160,7 +167,7 @@ def test_kill_holder_kills_the_holders_group_and_a_new_process_takes_its_place(t
             [("invoke", "release", None), ("info", "release", KILLED)], after
         assert after[-1]["time_ns"] < k["time_ns"]
         # a new process in its slot, under a new id, that works
-        assert r["value"]["worker"] == v["worker"] and r["value"]["pid"] not in v["group"] and r["value"]["process"] > v["process"]
+        assert r["value"]["pid"] not in v["group"] and r["value"]["process"] > v["process"]
         assert r["value"]["process"] % CONCURRENCY == v["worker"]
         assert any(o["f"] in WORKER_OPS and o["type"] != "invoke" for o in _ops_of(history, r["value"]["process"]))
         # the lock outlived its dead holder until its lease ended, and no longer matters here:
@@ -172,12 +179,65 @@ def test_kill_holder_kills_the_holders_group_and_a_new_process_takes_its_place(t
         if nxt is not None:
             assert nxt["time_ns"] >= told, (told, nxt)
         seen.append((v["worker"], v["gone_ms"], round(((nxt or k)["time_ns"] - t) / 1e9, 2)))
-    missed = [o for o in nemesis_ops(history, "fail") if o["f"] == "kill-holder"]
-    assert all(o["error"].startswith("missed: ") for o in missed), missed
+    missed = _missed(history, "kill-holder")
     assert summary["valid"] is True, summary  # a dead holder writes nothing: nothing to explain
     figure(f"kill-holder {name}", f"{len(kills)} holders killed (worker, ms to gone, s to the next grant) {seen}, "
                                   f"{len(missed)} missed; valid {summary['valid']}; {summary['run_dir']}")
 
+
+
+@pytest.mark.parametrize("backend", ["zookeeper", "etcd", pytest.param("redis", marks=pytest.mark.campaign)])
+def test_kill_holder_during_acquire_kills_a_waiter_between_its_request_and_the_reply(tmp_path, backend):
+    summary, history = run_json(tmp_path, "--backend", backend, "--nemesis", "kill-holder", "-o", "during=acquire",
+                                "--time-limit", "12", "--nemesis-interval", "2", "--seed", "3")
+    kills = _paired(history, "kill-holder", "respawn-holder")
+    seen = []
+    for k, r in kills:
+        v = k["value"]
+        assert v["during"] == "acquire" and v["gone"] is True and v["pid"] in v["group"], v
+        assert all(not Path(f"/proc/{pid}").exists() for pid in v["group"])
+        t = _invoke_of(history, k)["time_ns"]
+        mine = _ops_of(history, v["process"])
+        before = [o for o in mine if o["time_ns"] < t]
+        after = [o for o in mine if o["time_ns"] >= t]
+        # its acquire was invoked before the kill and never answered: closed in doubt at its death
+        assert before and (before[-1]["f"], before[-1]["type"]) == ("acquire", "invoke"), before[-3:]
+        assert [(o["type"], o["f"], o.get("error")) for o in after] == [("info", "acquire", KILLED_ACQUIRING)], after
+        assert r["value"]["pid"] not in v["group"] and r["value"]["process"] % CONCURRENCY == v["worker"]
+        seen.append((v["worker"], v["gone_ms"], bool(_holders_at(history, t, v["process"]))))
+    _missed(history, "kill-holder")
+    assert summary["valid"] is True, summary  # a dead waiter writes nothing
+    figure(f"kill-holder during=acquire {backend}", f"{len(kills)} waiters killed mid-acquire (worker, ms to gone, "
+                                                     f"someone held) {seen}; valid; {summary['run_dir']}")
+
+
+# -- cut-in-flight -------------------------------------------------------------------------
+@pytest.mark.parametrize("backend, args", [("redis", ()), ("zookeeper", ()),
+                                           ("etcd-renew", ("--renew", "-o", "during=renew")),
+                                           pytest.param("redlock", (), marks=pytest.mark.campaign)])
+def test_cut_in_flight_cuts_a_holders_links_before_its_request_leaves(tmp_path, backend, args):
+    summary, history = run_json(tmp_path, "--backend", backend.split("-")[0], "--nemesis", "cut-in-flight", *args,
+                                "-o", "cut_ms=1500", "--time-limit", "12", "--nemesis-interval", "2", "--seed", "3")
+    cuts = _paired(history, "cut-in-flight", "heal-in-flight")
+    seen = []
+    for c, heal in cuts:
+        v = c["value"]
+        assert v["client"] == f"c{v['worker'] + 1}" and v["servers"] and v["during"] == ("renew" if args else "release"), v
+        assert heal["time_ns"] - c["time_ns"] >= 0.95 * 1.5e9
+        cut_at = _invoke_of(history, c)["time_ns"]
+        mine = _ops_of(history, v["process"])
+        # its op was invoked before the cut (it waited there), and answered, if ever, only once the cut was on
+        asked = [o for o in mine if o["time_ns"] < cut_at]
+        assert asked and (asked[-1]["f"], asked[-1]["type"]) == (v["during"], "invoke"), asked[-3:]
+        answer = next((o for o in mine if o["index"] > asked[-1]["index"] and o["f"] == v["during"]), None)
+        assert answer is None or answer["time_ns"] > c["time_ns"], (answer, c)
+        seen.append((v["worker"], answer["type"] if answer else None,
+                     round((answer["time_ns"] - asked[-1]["time_ns"]) / 1e9, 2) if answer else None))
+    missed = _missed(history, "cut-in-flight")
+    _no_unexplained(summary)
+    figure(f"cut-in-flight {backend}", f"{len(cuts)} {cuts[0][0]['value']['during']}s cut as they left (worker, "
+                                       f"answer, s to it) {seen}, {len(missed)} missed; valid {summary['valid']}, "
+                                       f"violations {summary['violations_by_cause'] or 0}; {summary['run_dir']}")
 
 # -- Ctrl-C while a worker is stopped or down ------------------------------------------------
 def _written(store: Path) -> list[dict]:

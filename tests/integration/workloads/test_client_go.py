@@ -8,20 +8,17 @@ the key after Lock, runs only with -o reread_after_lock=true. Without it, a wait
 expired while it waited is told by Lock that it holds the lock; with it, it answers fail."""
 
 import json
-import select
 import shutil
 import subprocess
-import time
 
 import pytest
 
 from harness.cluster import etcd
 from harness.cluster.provider import Group
 from harness.core.errors import BadArgument
-from harness.core.options import resolve
 from tests.conftest import ROOT, chaos, eventually, installed
 from tests.integration.clusters import start_cluster
-from workloads.external import LOG_ENV, ExternalClient
+from tests.integration.workloads.reference_clients import Child, said_at_start
 
 pytestmark = pytest.mark.integration
 
@@ -68,19 +65,9 @@ def test_the_go_client_reaches_the_in_process_etcd_verdicts_under_a_gc_pause(tmp
 
 
 def started_with(tmp_path, monkeypatch, client, **options):
-    """What the client says of reread_after_lock when the harness starts it with these -o
-    options, resolved as `chaos run` resolves them (no servers: its init only parses them)."""
-    log = tmp_path / "worker.log"
-    monkeypatch.setenv(LOG_ENV, str(log))
-    typed, _ = resolve(ExternalClient, [], {"command": client, "servers": "etcd:3", **options})
-    c = ExternalClient(typed)
-    try:
-        c.open([])
-    finally:
-        c.close()
-    stderr = tmp_path / "worker.log.client-stderr"  # written by a thread: wait for the line
-    return eventually(lambda: [line.split("go-etcd: ", 1)[1] for line in stderr.read_text().splitlines()
-                               if "reread_after_lock" in line], timeout=5)
+    """What the client says of reread_after_lock when the harness starts it with these -o options."""
+    return said_at_start(tmp_path, monkeypatch, client, "etcd:3", "reread_after_lock",
+                         lambda line: line.split("go-etcd: ", 1)[1], **options)
 
 
 @pytest.mark.parametrize("options, said", [({}, "reread_after_lock=false"),
@@ -95,42 +82,11 @@ def test_a_reread_value_that_is_not_a_flag_stops_the_client_at_its_start(tmp_pat
         started_with(tmp_path, monkeypatch, client, reread_after_lock="maybe")
 
 
-class Child:
-    """One go-etcd process driven by hand, so that its acquire can wait while the test acts."""
-
-    def __init__(self, binary, node, **options):
-        self.p = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self.id = 0
-        self.buf = b""
-        rep = self.call({"op": "init", "servers": [{"kind": "etcd", "name": node.name, "host": node.host,
-                                                   "port": node.port}], "options": options})
-        assert rep["type"] == "ok" and rep["reread_after_lock"] == bool(options), rep
-
-    def send(self, req):
-        self.id += 1
-        self.p.stdin.write((json.dumps({"id": self.id, **req}) + "\n").encode())
-        self.p.stdin.flush()
-
-    def reply(self, timeout=10.0):
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self.buf:
-            assert select.select([self.p.stdout], [], [], max(0.0, deadline - time.monotonic()))[0], "no reply"
-            chunk = self.p.stdout.read1(65536)
-            assert chunk, "the client exited"
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        rep = json.loads(line)
-        assert rep["id"] == self.id, rep
-        return rep
-
-    def call(self, req, timeout=10.0):
-        self.send(req)
-        return self.reply(timeout)
-
-    def close(self):
-        if self.p.poll() is None:
-            self.p.kill()
-        self.p.wait(5)
+def go_child(client, node, **options) -> Child:
+    """One go-etcd process on `node`, its init checked to say the re-read is on exactly when asked."""
+    c = Child([client], [{"kind": "etcd", "name": node.name, "host": node.host, "port": node.port}], **options)
+    assert c.init["reread_after_lock"] == bool(options), c.init
+    return c
 
 
 @pytest.mark.parametrize("reread, answer", [(False, "ok"), (True, "fail")])
@@ -142,7 +98,7 @@ def test_a_waiter_whose_session_expired_while_it_waited(request, tmp_path, clien
     cluster = start_cluster(request, None, Group(kind=etcd.EtcdKind(), names=("e1",)), netns=False)
     node, = cluster.nodes
     options = {"reread_after_lock": "true"} if reread else {}
-    a, b = Child(client, node), Child(client, node, **options)
+    a, b = go_child(client, node), go_child(client, node, **options)
     kv = etcd.client(node)
     try:
         held = a.call({"op": "acquire", "key": "k", "ttl_ms": 10_000, "timeout_s": 5})

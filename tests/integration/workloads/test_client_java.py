@@ -10,10 +10,7 @@ pause-waiter is valid with the check and without it."""
 
 import json
 import os
-import select
 import signal
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -22,10 +19,9 @@ from kazoo.client import KazooClient
 from harness.cluster import zookeeper
 from harness.cluster.provider import Group
 from harness.core.errors import BadArgument
-from harness.core.options import resolve
 from tests.conftest import ROOT, chaos, eventually
 from tests.integration.clusters import start_cluster
-from workloads.external import LOG_ENV, ExternalClient
+from tests.integration.workloads.reference_clients import Child, said_at_start
 
 pytestmark = pytest.mark.integration
 
@@ -71,19 +67,9 @@ def test_curator_under_a_pause_past_its_session(tmp_path, fencing, valid):
 
 
 def started_with(tmp_path, monkeypatch, **options):
-    """What the client says of recheck_node_after_acquire when the harness starts it with these
-    -o options, resolved as `chaos run` resolves them (no servers: its init only parses them)."""
-    log = tmp_path / "worker.log"
-    monkeypatch.setenv(LOG_ENV, str(log))
-    typed, _ = resolve(ExternalClient, [], {"command": str(LAUNCHER), "servers": "zookeeper:3", **options})
-    c = ExternalClient(typed)
-    try:
-        c.open([])
-    finally:
-        c.close()
-    stderr = tmp_path / "worker.log.client-stderr"  # written by a thread: wait for the line
-    return eventually(lambda: [line.split(" ", 1)[1] for line in stderr.read_text().splitlines()
-                               if "recheck_node_after_acquire" in line], timeout=5)
+    """What the client says of recheck_node_after_acquire when the harness starts it with these -o options."""
+    return said_at_start(tmp_path, monkeypatch, str(LAUNCHER), "zookeeper:3", "recheck_node_after_acquire",
+                         lambda line: line.split(" ", 1)[1], **options)
 
 
 @pytest.mark.parametrize("options, said", [({}, "recheck_node_after_acquire=false"),
@@ -98,45 +84,10 @@ def test_a_recheck_value_that_is_not_a_flag_stops_the_client_at_its_start(tmp_pa
         started_with(tmp_path, monkeypatch, recheck_node_after_acquire="maybe")
 
 
-class Child:
-    """One java-curator process driven by hand, so that its acquire can wait while the test acts.
-    The launcher execs the JVM, so SIGSTOP to its pid stops the client (as pause-waiter does)."""
-
-    def __init__(self, nodes, **options):
-        self.p = subprocess.Popen([str(LAUNCHER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL)
-        self.id = 0
-        self.buf = b""
-        servers = [{"kind": "zookeeper", "name": n.name, "host": n.host, "port": n.port} for n in nodes]
-        self.init = self.call({"op": "init", "servers": servers, "options": options}, timeout=20)
-        assert self.init["type"] == "ok", self.init
-
-    def send(self, req):
-        self.id += 1
-        self.p.stdin.write((json.dumps({"id": self.id, **req}) + "\n").encode())
-        self.p.stdin.flush()
-
-    def reply(self, timeout=10.0):
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self.buf:
-            assert select.select([self.p.stdout], [], [], max(0.0, deadline - time.monotonic()))[0], "no reply"
-            chunk = self.p.stdout.read1(65536)
-            assert chunk, "the client exited"
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        rep = json.loads(line)
-        assert rep["id"] == self.id, rep
-        return rep
-
-    def call(self, req, timeout=10.0):
-        self.send(req)
-        return self.reply(timeout)
-
-    def close(self):
-        if self.p.poll() is None:
-            os.kill(self.p.pid, signal.SIGCONT)
-            self.p.kill()
-        self.p.wait(5)
+def java_child(nodes, **options) -> Child:
+    """One java-curator process on `nodes` (its JVM takes a while to start)."""
+    servers = [{"kind": "zookeeper", "name": n.name, "host": n.host, "port": n.port} for n in nodes]
+    return Child([str(LAUNCHER)], servers, init_timeout=20, **options)
 
 
 @pytest.mark.parametrize("recheck", [False, True])
@@ -155,7 +106,7 @@ def test_a_waiter_whose_session_expired_while_it_waited(request, recheck):
     zk.start(timeout=10)
     clients.append(zk)
     options = {"recheck_node_after_acquire": "true"} if recheck else {}
-    a, b = Child(nodes), Child(nodes, session_timeout_ms="1000", **options)
+    a, b = java_child(nodes), java_child(nodes, session_timeout_ms="1000", **options)
     assert (a.init["recheck_node_after_acquire"], b.init["recheck_node_after_acquire"]) == (False, recheck)
 
     def lock_nodes():  # under /chaos/k, by czxid

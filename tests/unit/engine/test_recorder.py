@@ -85,3 +85,27 @@ def test_a_worker_below_its_op_rate_is_never_slowed():
         rec("ok", "read", value=1)
     rec.flush()
     assert rec.throttled == 0 and all(isinstance(b, list) for b in sink)
+
+
+def test_an_armed_worker_records_the_invoke_sends_it_and_waits_until_let_go(monkeypatch):
+    import threading
+
+    import harness.engine.worker as worker_mod
+
+    parking, sink = [0, worker_mod.PARK_CODES["release"]], Sink()
+    rec = Recorder(sink, 1, [0, 0], 1, batch=256, parking=parking)
+    rec("invoke", "acquire")  # armed for release, not acquire: goes on
+    assert parking[1] == worker_mod.PARK_CODES["release"] and sink == []
+    threading.Timer(0.05, lambda: parking.__setitem__(1, 0)).start()  # the nemesis lets it go
+    rec("invoke", "release")
+    assert parking[1] == 0
+    assert [d["f"] for batch in sink for d in batch] == ["acquire", "release"]  # sent before it waited
+
+
+def test_a_parked_worker_nobody_lets_go_goes_on_after_park_max_s(monkeypatch):
+    import harness.engine.worker as worker_mod
+
+    monkeypatch.setattr(worker_mod, "PARK_MAX_S", 0.02)
+    parking = [worker_mod.PARK_CODES["renew"]]
+    Recorder(Sink(), 0, parking=parking)("invoke", "renew")
+    assert parking == [0]

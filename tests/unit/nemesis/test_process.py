@@ -12,6 +12,7 @@ from harness.engine.generator import Context
 from harness.core.history import NEMESIS, Op
 from harness.core.spec import TestSpec
 from harness.core.contracts.nemesis import NemesisContext
+from harness.core.errors import BadArgument
 from nemesis.process import PauseHolder
 
 TTL_MS = 1000
@@ -40,9 +41,9 @@ class Workers:
         self.paused.discard(index)
 
 
-def holder(workers: Workers | None = None, **options) -> PauseHolder:
+def holder(workers: Workers | None = None, renew: bool = False, **options) -> PauseHolder:
     spec = TestSpec(backend="redis", nemesis=("pause-holder",), ttl_ms=TTL_MS, nemesis_interval=INTERVAL,
-                    time_limit=30, recovery=3, concurrency=3, options=options).validate()
+                    time_limit=30, recovery=3, concurrency=3, renew=renew, options=options).validate()
     nem = PauseHolder()
     nem.setup(NemesisContext(spec=spec, cluster=None, workers=workers or Workers()))
     return nem
@@ -135,3 +136,16 @@ def test_the_pause_lasts_pause_multiple_ttls():
     (p,) = see(nem, 1.5, *acquired(0), op(0, "ok", "read"))
     (resume,) = see(nem, 2.0, op(NEMESIS, "ok", "pause-holder", p.value))
     assert p.value["seconds"] == 3.0 and resume.at == 5.0
+
+
+def test_after_renews_pauses_a_holder_at_its_kth_ok_renew_of_one_hold():
+    nem = holder(renew=True, after_renews=2)
+    renew = [op(0, "invoke", "renew"), op(0, "ok", "renew")]
+    assert see(nem, 1.5, *acquired(0), op(0, "ok", "read"), *renew) == []  # with --renew, the read aims at nothing
+    (p,) = see(nem, 1.6, *renew)
+    assert p.value == {"process": 0, "worker": 0, "seconds": 2.0, "renews": 2}
+
+
+def test_after_renews_needs_holders_that_renew():
+    with pytest.raises(BadArgument, match="pause-holder -o after_renews=2 needs holders that renew: add --renew"):
+        holder(after_renews=2)
