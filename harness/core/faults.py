@@ -53,6 +53,7 @@ BUILTIN: dict[str, FaultKind] = {k.f: k for k in (
     FaultKind(f="pause-holder", heal="resume-holder", targets="worker", explains=("overran-paused",)),
     FaultKind(f="pause-waiter", heal="resume-waiter", targets="worker"),
     FaultKind(f="kill-holder", heal="respawn-holder", targets="worker"),
+    FaultKind(f="cut-in-flight", heal="heal-in-flight", targets="client", explains=("overran-cut-off", "in-flight-release")),
     FaultKind(f="partition-waiter", heal="heal-waiter", targets="client"),
     FaultKind(f="slow-link", heal="fast-link", targets="client", explains=("overran-cut-off", "in-flight-release")),
     FaultKind(f="partition", heal="heal", targets="everyone", explains=("early-partition", "in-flight-release")),
