@@ -14,6 +14,8 @@ from typing import Any, Callable, Sequence
 
 from harness.core.contracts.checker import UNKNOWN, CheckResult, merge_valid, safe_check
 from harness.checker.keys import per_key
+from harness.checker.leases import check_fresh_leases, check_outlived
+from harness.checker.liveness import check_liveness
 from harness.checker.linearizable import LinearizableChecker
 from harness.checker.properties import check_reentrancy
 from harness.checker.lock import check_mutex, check_stats, check_writes, lease_history
@@ -51,6 +53,12 @@ REGISTRY: tuple[Callable[[Any], Entry | None], ...] = (
     _linearizable_mutex,
     _linearizable_model,
     lambda spec: Entry(name="reentrancy", check=check_reentrancy, decides=True) if getattr(spec, "reenter", False) else None,
+    # The lock's other promises (harness/checker/liveness.py, leases.py): a stuck or starved
+    # lock fails the run; how long a dead holder's lock lived on, and leases granted already
+    # expired or longer than asked, are measured and shown.
+    lambda spec: Entry(name="liveness", check=check_liveness, decides=True),
+    lambda spec: Entry(name="outlived", check=check_outlived, decides=False),
+    lambda spec: Entry(name="fresh-leases", check=check_fresh_leases, decides=False),
 )
 
 

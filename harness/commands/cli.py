@@ -62,6 +62,11 @@ def verdict_text(s: dict, *, interrupted_by: int | None = None) -> str:
     lost = s.get("lost_updates")
     if lost:
         parts.append(f"{lost} lost update{'s' if lost != 1 else ''}")
+    stuck, starved = s.get("stuck") or 0, s.get("starved") or 0
+    if stuck:
+        parts.append(f"lock STUCK {stuck} time{'s' if stuck != 1 else ''}")
+    if starved:
+        parts.append(f"{starved} waiter{'s' if starved != 1 else ''} STARVED")
     lines = [f"{head}: " + "; ".join(parts)]
     if s.get("interrupted"):
         lines[0] += " (INTERRUPTED: this covers only the part that ran)"
@@ -73,6 +78,7 @@ def verdict_text(s: dict, *, interrupted_by: int | None = None) -> str:
                                                             ("renews_ok_after_lease_lost", "renew")) if s.get(k)]
     if late:
         lines.append(f"  {' and '.join(late)} said ok after the lock was lost: the client cannot tell")
+    lines += liveness_lines(s)
     if s.get("unknown_reason"):
         lines.append(f"  unknown because {s['unknown_reason']}")
     lines.append(f"  {s.get('critical_sections')} critical sections, acquires ok/fail/info "
@@ -93,6 +99,33 @@ def verdict_text(s: dict, *, interrupted_by: int | None = None) -> str:
     else:
         lines.append(f"  exit code: {exit_code(v)}")
     return "\n".join(lines)
+
+
+def liveness_lines(s: dict) -> list[str]:
+    """The summary's lines on the lock's other promises (harness/checker/liveness.py,
+    leases.py): stuck and starved (each its own line), availability by phase, how long a dead
+    holder's lock lived on, and leases granted already expired."""
+    lines = []
+    bound = s.get("liveness_bound_s")
+    if s.get("stuck"):
+        lines.append(f"  STUCK: the lock was free but nobody could get it for {s.get('free_unavailable_s')} s "
+                     f"(bound {bound} s: lease + acquire timeout + margin)")
+    if s.get("starved"):
+        lines.append(f"  STARVED: {s['starved']} waiter(s) queued longer than {bound} s while others were granted")
+    avail = s.get("availability")
+    if isinstance(avail, dict):
+        shares = [f"{p} {round(100 * v['share'])}% of {v['attempts']}" for p, v in avail.items()
+                  if isinstance(v, dict) and v.get("share") is not None]
+        if shares:
+            lines.append("  availability (acquires ok): " + ", ".join(shares))
+    if s.get("outlived_holder_s") is not None:
+        over = s.get("outlived_holder") or 0
+        lines.append(f"  a dead holder's lock lived on {s['outlived_holder_s']} s at most"
+                     + (f"; OUTLIVED its holder past the lease + margin {over} time{'s' if over != 1 else ''}" if over else ""))
+    if s.get("expired_grants") or s.get("overlong_grants"):
+        lines.append(f"  granted an expired lease {s.get('expired_grants') or 0} time(s), "
+                     f"a lease longer than the TTL {s.get('overlong_grants') or 0} time(s)")
+    return lines
 
 
 # The other commands, each loaded only when named (or listed by --help), so that `chaos check`

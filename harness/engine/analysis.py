@@ -40,7 +40,8 @@ def unchecked(spec: Any, run_dir: Path, outcome: dict, reason: str) -> dict:
     """The results.json of a run whose checks were skipped: unknown, saying how to check it."""
     summary: dict[str, Any] = dict.fromkeys(("ops", "acquires_ok", "acquires_fail", "acquires_info", "critical_sections",
                                              "p50_acquire_ms", "p99_acquire_ms", "stale_writes_accepted",
-                                             "stale_writes_rejected", "lost_updates"))
+                                             "stale_writes_rejected", "lost_updates", "stuck", "starved",
+                                             "outlived_holder_s", "expired_grants", "availability"))
     summary |= {"valid": UNKNOWN, "unknown_reason": reason, "violations": None, "interrupted": True,
                "backend": getattr(spec, "backend", None), "nemesis": list(getattr(spec, "nemesis", ()) or ["none"]),
                "seed": getattr(spec, "seed", None), "fencing": getattr(spec, "fencing", None),

@@ -1,0 +1,151 @@
+"""Two promises of a lease: it dies with its holder, and it is fresh when granted.
+
+**Expiry after death** (`check_outlived`). A holder that vanished (the `kill-holder` fault
+records its death as a `release` `info` whose error begins "killed") cannot release: its
+lock must end with its lease. Measured from the death to the next grant of that key to
+another process, against the lease (`lease_s`: the TTL, or the session timeout of a session
+design) and against what the holder last believed (`valid_until_ns` of its acquire and
+renews, listed as the renewals that led there). A lock that outlived its holder by more than
+the lease + `MARGIN_S` is a finding: "the lock outlived its holder by N s (TTL T s)". A death
+with another kind of fault in effect before the next grant, or with the history ending before
+the bound, is not judged ("unknown"), never a pass.
+
+**Fresh leases** (`check_fresh_leases`). An acquire or renew `ok` must hand out a lease that
+is still valid: one whose `valid_until_ns` is not later than `EXPIRED_MARGIN_NS` after the
+op returned is "granted an expired lease". Its validity must also not exceed what was asked
+for: more than the lease + `OVERLONG_SHARE` of it + `OVERLONG_SLACK_NS` after the op
+returned is "granted a lease longer than the TTL". An op without `valid_until_ns` is unknown
+for that op (counted as `grants_without_validity`), never a pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from harness.checker.liveness import MARGIN_S, fault_spans, lease_s
+from harness.core.contracts.checker import UNKNOWN, CheckResult
+from harness.core.facts import SESSIONS, service_of
+from harness.core.history import NEMESIS, Op, pair_ops
+
+KILLED = "killed"  # the error prefix of a death recorded for a holder (nemesis/client.py)
+EXPIRED_MARGIN_NS = 1_000_000  # 1 ms: a lease ending this close to its grant was expired on arrival
+OVERLONG_SHARE = 0.05  # a validity may exceed the lease by 5 % (rounding to whole seconds, drift)
+OVERLONG_SLACK_NS = 100_000_000  # plus 100 ms
+MAX_LISTED = 50
+DEATH_FAULTS = ("kill-holder",)  # the fault that makes a death; any other fault in effect blurs the measure
+
+
+def _brief(op: Op | None) -> dict | None:
+    return None if op is None else {"index": op.index, "process": op.process, "type": op.type, "f": op.f,
+                                    "time_ns": op.time_ns, "valid_until_ns": op.valid_until_ns}
+
+
+def _client_ops(history: Sequence[Op]) -> list[Op]:
+    return sorted((o for o in history if o.process not in (NEMESIS, "final")), key=lambda o: (o.time_ns, o.index))
+
+
+def check_outlived(spec: Any, history: Sequence[Op]) -> CheckResult:
+    """How long each dead holder's lock outlived it (module doc)."""
+    from harness.checker.causes import faults_of
+    from harness.core import faults
+
+    end = max((o.time_ns for o in history), default=0)
+    lease = lease_s(spec)
+    limit_ns = int((lease + MARGIN_S) * 1e9)
+    other = sorted((f.start_ns, f.end_ns) for f in faults_of(history, faults.table(getattr(spec, "facts", None)))
+                   if f.f not in DEATH_FAULTS)
+    ops = _client_ops(history)
+    grants = [o for o in ops if o.f == "acquire" and o.type == "ok"]
+    hold: dict[Any, list[Op]] = {}  # process -> its current hold's acquire and renew oks
+    deaths: list[dict] = []
+    for op in ops:
+        if op.f == "acquire" and op.type == "ok":
+            hold[op.process] = [op]
+        elif op.f == "renew" and op.type == "ok" and op.process in hold:
+            hold[op.process].append(op)
+        elif op.f == "release" and op.type == "info" and (op.error or "").startswith(KILLED) and op.process in hold:
+            deaths.append(_death(op, hold.pop(op.process), grants, other, end, limit_ns, lease))
+        elif op.f == "release" and op.type != "invoke":
+            hold.pop(op.process, None)
+    # a kill the nemesis recorded whose death the history does not show (an older run): unknown
+    dead = {d["process"] for d in deaths}
+    unrecorded = [o for o in history if o.process == NEMESIS and o.f in DEATH_FAULTS and o.type in ("ok", "info")
+                  and isinstance(o.value, dict) and o.value.get("during") != "acquire"
+                  and o.value.get("process") not in dead]
+    found = [d for d in deaths if d["outlived"]]
+    unjudged = [d for d in deaths if d["outlived"] is None] + unrecorded
+    measured = [d["outlived_s"] for d in deaths if d["outlived_s"] is not None]
+    valid: Any = False if found else (UNKNOWN if unjudged else True)
+    return CheckResult(name="outlived", valid=valid, summary={
+        "holder_deaths": len(deaths), "outlived_holder": len(found), "deaths_not_judged": len(unjudged),
+        "outlived_holder_s": round(max(measured), 3) if measured else None,
+        "outlived_bound_s": round(lease + MARGIN_S, 3)},
+        details={"deaths": deaths[:MAX_LISTED], "findings": [_words(d, lease) for d in found[:MAX_LISTED]]})
+
+
+def _death(release: Op, oks: list[Op], grants: list[Op], other: list[tuple[int, int]], end: int,
+           limit_ns: int, lease: float) -> dict:
+    died = release.time_ns
+    believed = max((o.valid_until_ns for o in oks if o.valid_until_ns), default=None)
+    nxt = next((g for g in grants if g.time_ns > died and g.key == release.key and g.process != release.process), None)
+    until = nxt.time_ns if nxt is not None else end
+    blurred = any(a <= until and died <= b for a, b in other)
+    outlived: bool | None
+    if blurred:
+        outlived = None  # another fault could have kept the lock from anyone
+    elif nxt is not None:
+        outlived = until - died > limit_ns
+    else:
+        outlived = True if end - died > limit_ns else None  # never granted again: judged once past the bound
+    return {"process": release.process, "key": release.key, "died_ns": died, "death": _brief(release),
+            "next_grant": _brief(nxt), "outlived_s": round((until - died) / 1e9, 3) if nxt is not None or outlived else None,
+            "past_validity_s": round((until - believed) / 1e9, 3) if believed is not None else None,
+            "lease_s": lease, "outlived": outlived, "other_fault": blurred,
+            "renewals": [_brief(o) for o in oks[-MAX_LISTED:]]}
+
+
+def _words(d: dict, lease: float) -> str:
+    never = " (never granted again)" if d["next_grant"] is None else ""
+    return f"the lock outlived its holder by {d['outlived_s']:g} s (TTL {lease:g} s){never}, after {len(d['renewals'])} acquire/renewals"
+
+
+def overlong_limit_ns(spec: Any) -> int | None:
+    """The longest validity an acquire or renew may hand out, or None when it cannot be
+    known (a session design whose session timeout the run did not record)."""
+    service = service_of(spec)
+    if service.kind in SESSIONS and service.session_timeout_ms is None:
+        return None
+    lease = lease_s(spec)
+    return int(lease * (1 + OVERLONG_SHARE) * 1e9) + OVERLONG_SLACK_NS
+
+
+def check_fresh_leases(spec: Any, history: Sequence[Op]) -> CheckResult:
+    """Grants of leases already expired, or longer than asked for (module doc)."""
+    limit = overlong_limit_ns(spec)
+    expired, overlong = [], []
+    without = grants = 0
+    for inv, done in pair_ops(_client_ops(history)):
+        if inv.f not in ("acquire", "renew") or done is None or done.type != "ok":
+            continue
+        grants += 1
+        if done.valid_until_ns is None:
+            without += 1
+            continue
+        left = done.valid_until_ns - done.time_ns
+        entry = {"invoke": _brief(inv), "ok": _brief(done), "left_ms": round(left / 1e6, 3),
+                 "took_ms": round((done.time_ns - inv.time_ns) / 1e6, 3)}
+        if left <= EXPIRED_MARGIN_NS:
+            expired.append(entry)
+        elif limit is not None and left > limit:
+            overlong.append(entry)
+    valid: Any = False if expired or overlong else (UNKNOWN if without or not grants or limit is None else True)
+    return CheckResult(name="fresh-leases", valid=valid, summary={
+        "expired_grants": len(expired), "overlong_grants": len(overlong) if limit is not None else None,
+        "grants_without_validity": without},
+        details={"expired": expired[:MAX_LISTED], "overlong": overlong[:MAX_LISTED],
+                 "overlong_limit_ms": round(limit / 1e6, 3) if limit is not None else None,
+                 "expired_margin_ms": EXPIRED_MARGIN_NS / 1e6},
+        error="ops without valid_until_ns: their freshness is unknown" if without else None)
+
+
+__all__ = ["check_outlived", "check_fresh_leases", "fault_spans"]

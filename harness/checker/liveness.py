@@ -1,0 +1,267 @@
+"""Liveness: once faults are healed, the lock must be granted again, and queues must move.
+
+Safety says two holders never at once; a lock that is never granted again is safe and
+useless. This checker reads, from the history alone (and the facts the run recorded):
+
+- **may-hold**: when someone might hold the lock on the servers. A hold runs from its
+  acquire's `ok` to its release's `ok`; a release that was not `ok` (fail, info, a
+  holder killed, or none before the end) leaves the key until its lease ends: the latest
+  `valid_until_ns` its acquire and renews reported, and at least one lease after its
+  last confirmation (`lease_s`: the TTL, or the session timeout of a session design). An
+  acquire in doubt (`info`, or never completed) may hold from its invoke until one lease
+  after its completion. An acquire that failed held nothing.
+- **stuck**: a stretch in which nobody may hold the lock, no fault is in effect, and
+  acquires were in flight (and failing) for longer than the bound, without a grant. A lock
+  busy the whole time is never stuck: its holders may-hold it.
+- **starved** (only designs that promise a queue): one acquire that waited longer than the
+  bound while others were granted the lock twice or more, with no fault in effect during
+  its wait. A waiter behind one long hold is not starved.
+- **availability**, like Jepsen's: the share of acquires that succeeded, by the phase in
+  which they were invoked: `faulted` (a fault in effect), `healed` (none in effect, before
+  the last heal, or a run without faults) and `recovery` (after the last fault healed).
+
+The bound is `lease_s + acquire_timeout + MARGIN_S`, printed with every finding. The margin
+is generous on purpose: a 2-core machine running servers, clients and nemesis starves
+processes of CPU for whole seconds, and a checker that misfires on a correct design is
+worse than one that misses a lock stuck for a few seconds. Fault spans (from a fault's
+invoke to the completion of its heal) come from `harness.checker.causes.faults_of`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from harness.core import faults
+from harness.core.contracts.checker import UNKNOWN, CheckResult
+from harness.core.facts import service_of
+from harness.core.history import NEMESIS, Op, pair_ops
+
+MARGIN_S = 5.0  # slack above lease + acquire timeout (CPU starvation on a small machine)
+MIN_BAND_S = 1.0  # free-but-unavailable stretches shorter than this are not listed
+MAX_LISTED = 50
+QUEUED_KINDS = ("zookeeper",)  # lock services whose locks are FIFO queues (sequential znodes)
+
+
+def lease_s(spec: Any) -> float:
+    """How long a lock may outlive its holder's last word: the TTL, or the session timeout
+    where the service has sessions and it is longer."""
+    service = service_of(spec)
+    ttl = (getattr(spec, "ttl_ms", None) or 0) / 1000
+    session = (service.session_timeout_ms or 0) / 1000
+    return max(ttl, session)
+
+
+def bound_s(spec: Any) -> float:
+    """The longest a healthy lock may take to be granted again (see the module doc)."""
+    return round(lease_s(spec) + float(getattr(spec, "acquire_timeout", 0) or 0) + MARGIN_S, 3)
+
+
+def queued(spec: Any) -> bool | None:
+    """Whether the design promises a FIFO queue: the run's facts say so (`queue`), else
+    the service kind does (every ZooKeeper lock is a queue of sequential znodes; etcd's
+    built-in designs retry a transaction, so they promise no order). None: unknown."""
+    facts = getattr(spec, "facts", None) or {}
+    if isinstance(facts, Mapping) and isinstance(facts.get("queue"), bool):
+        return facts["queue"]
+    kind = service_of(spec).kind
+    return None if kind is None else kind in QUEUED_KINDS
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Span:
+    start_ns: int
+    end_ns: int
+
+
+def fault_spans(spec: Any, history: Sequence[Op]) -> list[Span]:
+    """When any recorded fault was in effect (the cause checker's spans, merged)."""
+    from harness.checker.causes import faults_of
+
+    spans = sorted((f.start_ns, f.end_ns) for f in faults_of(history, faults.table(getattr(spec, "facts", None))))
+    return [Span(start_ns=a, end_ns=b) for a, b in _union(spans)]
+
+
+def _union(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[list[int]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
+def _subtract(lo: int, hi: int, cuts: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """[lo, hi] minus the (sorted, disjoint) cuts."""
+    out, at = [], lo
+    for a, b in cuts:
+        if b <= at or a >= hi:
+            continue
+        if a > at:
+            out.append((at, a))
+        at = max(at, b)
+    if at < hi:
+        out.append((at, hi))
+    return out
+
+
+def may_hold(history: Sequence[Op], lease_ns: int, end_ns: int) -> dict[Any, list[tuple[int, int]]]:
+    """By lock key: the (start, end) spans in which some process may hold it (module doc)."""
+    out: dict[Any, list[tuple[int, int]]] = {}
+    by_time = sorted((o for o in history if o.process not in (NEMESIS, "final")), key=lambda o: (o.time_ns, o.index))
+    holding: dict[Any, list] = {}  # process -> [key, start, last confirmation, latest validity]
+    for inv, done in pair_ops(by_time):
+        if inv.f == "acquire":
+            if done is not None and done.type == "ok":
+                holding[inv.process] = [inv.key, done.time_ns, done.time_ns, done.valid_until_ns or 0]
+            elif done is None or done.type == "info":
+                t = done.time_ns if done is not None else end_ns
+                out.setdefault(inv.key, []).append((inv.time_ns, t + lease_ns))
+        elif inv.f == "renew" and inv.process in holding and done is not None and done.type != "fail":
+            h = holding[inv.process]
+            h[2] = done.time_ns
+            h[3] = max(h[3], done.valid_until_ns or 0)
+        elif inv.f == "release" and inv.process in holding:
+            key, start, confirmed, valid = holding.pop(inv.process)
+            if done is not None and done.type == "ok":
+                out.setdefault(key, []).append((start, done.time_ns))
+            else:
+                t = done.time_ns if done is not None else end_ns
+                out.setdefault(key, []).append((start, max(t, confirmed + lease_ns, valid)))
+    for key, start, confirmed, valid in holding.values():
+        out.setdefault(key, []).append((start, max(end_ns, confirmed + lease_ns, valid)))
+    return {k: _union(v) for k, v in out.items()}
+
+
+def _acquires(history: Sequence[Op], end_ns: int) -> list[tuple[Op, Op | None, int]]:
+    """(invoke, completion, completion time or the end of the history) of every acquire."""
+    ops = sorted((o for o in history if o.process not in (NEMESIS, "final")), key=lambda o: (o.time_ns, o.index))
+    return [(i, d, d.time_ns if d is not None else end_ns) for i, d in pair_ops(ops) if i.f == "acquire"]
+
+
+class _Cover:
+    """How much of an interval sorted, disjoint spans cover, in log time per question."""
+
+    def __init__(self, spans: list[tuple[int, int]]):
+        self.spans = spans
+        self.ends = [b for _, b in spans]
+        self.before = [0]
+        for a, b in spans:
+            self.before.append(self.before[-1] + b - a)
+
+    def of(self, lo: int, hi: int) -> int:
+        i = bisect.bisect_right(self.ends, lo)  # the first span ending after lo
+        j = bisect.bisect_left(self.ends, hi)  # the first span ending at or after hi
+        if i >= len(self.spans):
+            return 0
+        if i == j or j >= len(self.spans):
+            return sum(max(0, min(b, hi) - max(a, lo)) for a, b in self.spans[i:j + 1])
+        inner = self.before[j] - self.before[i + 1]
+        a, b = self.spans[i]
+        c, d = self.spans[j]
+        return max(0, b - max(a, lo)) + inner + max(0, hi - c)
+
+
+def _brief(op: Op | None) -> dict | None:
+    return None if op is None else {"index": op.index, "process": op.process, "type": op.type, "f": op.f,
+                                    "time_ns": op.time_ns, "error": op.error}
+
+
+def phase_of(t: int, faulted: list[Span], last_heal_ns: int | None) -> str:
+    starts = [s.start_ns for s in faulted]
+    i = bisect.bisect_right(starts, t) - 1
+    if i >= 0 and t <= faulted[i].end_ns:
+        return "faulted"
+    return "recovery" if last_heal_ns is not None and t >= last_heal_ns else "healed"
+
+
+def availability(acqs: list[tuple[Op, Op | None, int]], faulted: list[Span], last_heal_ns: int | None) -> dict:
+    """Jepsen's availability: per phase, ok acquires / acquires invoked in it."""
+    counts = {p: [0, 0] for p in ("faulted", "healed", "recovery")}
+    for inv, done, _ in acqs:
+        c = counts[phase_of(inv.time_ns, faulted, last_heal_ns)]
+        c[1] += 1
+        c[0] += done is not None and done.type == "ok"
+    return {p: {"ok": ok, "attempts": n, "share": round(ok / n, 4) if n else None} for p, (ok, n) in counts.items()}
+
+
+def check_liveness(spec: Any, history: Sequence[Op]) -> CheckResult:
+    """Stuck and starved locks, and availability by phase (module doc)."""
+    end = max((o.time_ns for o in history), default=0)
+    begin = min((o.time_ns for o in history), default=0)
+    bound = bound_s(spec)
+    bound_ns = int(bound * 1e9)
+    faulted = fault_spans(spec, history)
+    cuts = [(s.start_ns, s.end_ns) for s in faulted]
+    healed_until = [s.end_ns for s in faulted]
+    last_heal = max(healed_until) if faulted else None
+    if last_heal is not None and last_heal >= end:
+        last_heal = None  # the last fault never healed: there is no recovery period
+    acqs = _acquires(history, end)
+    held = may_hold(history, int(lease_s(spec) * 1e9), end)
+    bands: list[dict] = []
+    stuck: list[dict] = []
+    by_key: dict[Any, list] = {}
+    for a in acqs:
+        by_key.setdefault(a[0].key, []).append(a)
+    for key, mine in by_key.items():
+        busy = held.get(key, [])
+        demand = _Cover(_union([(i.time_ns, t) for i, _, t in mine]))
+        for lo, hi in _subtract(begin, end, busy):
+            for a, b in _subtract(lo, hi, cuts):
+                asked = demand.of(a, b)
+                if asked < MIN_BAND_S * 1e9:
+                    continue
+                tried = [(i, d) for i, d, t in mine if i.time_ns < b and t > a]
+                band = {"key": key, "start_ns": a, "end_ns": b, "free_s": round((b - a) / 1e9, 3),
+                        "asking_s": round(asked / 1e9, 3), "stuck": asked > bound_ns,
+                        "attempts": len(tried), "ended_by": _ended_by(b, end, busy, cuts)}
+                bands.append(band)
+                if band["stuck"]:
+                    stuck.append({**band, "acquires": [[_brief(i), _brief(d)] for i, d in tried[:MAX_LISTED]]})
+    judge_queue = queued(spec)
+    starved = _starved(acqs, cuts, bound_ns) if judge_queue else []
+    after = [d.time_ns for _, d, _ in acqs if d is not None and d.type == "ok" and last_heal is not None
+             and d.time_ns >= last_heal]
+    summary = {
+        "stuck": len(stuck), "starved": len(starved) if judge_queue else None,
+        "liveness_bound_s": bound, "availability": availability(acqs, faulted, last_heal),
+        "granted_after_heal_s": round((min(after) - last_heal) / 1e9, 3) if after else None,
+        "free_unavailable_s": round(max((b["asking_s"] for b in bands), default=0.0), 3),
+    }
+    valid: Any = not stuck and not starved
+    error = None
+    if not acqs:
+        valid, error = UNKNOWN, "no acquire in the history"
+    return CheckResult(name="liveness", valid=valid, summary=summary, error=error, details={
+        "bound": {"lease_s": lease_s(spec), "acquire_timeout_s": getattr(spec, "acquire_timeout", None),
+                  "margin_s": MARGIN_S, "bound_s": bound},
+        "queue": judge_queue, "stuck": stuck[:MAX_LISTED], "starved": starved[:MAX_LISTED],
+        "bands": bands[:MAX_LISTED * 4], "last_heal_ns": last_heal})
+
+
+def _ended_by(b: int, end: int, busy: list[tuple[int, int]], cuts: list[tuple[int, int]]) -> str:
+    if b >= end:
+        return "end of history"
+    if any(a == b for a, _ in cuts):
+        return "a fault"
+    return "a grant" if any(a == b for a, _ in busy) else "a fault"
+
+
+def _starved(acqs: list[tuple[Op, Op | None, int]], cuts: list[tuple[int, int]], bound_ns: int) -> list[dict]:
+    """Acquires that waited longer than the bound, with no fault in effect, while two or
+    more other processes' acquires were granted (each grant listed)."""
+    grants = sorted((d.time_ns, d.process, d) for _, d, _ in acqs if d is not None and d.type == "ok")
+    times = [g[0] for g in grants]
+    found = []
+    for inv, done, t in acqs:
+        if t - inv.time_ns <= bound_ns or any(a <= t and inv.time_ns <= b for a, b in cuts):
+            continue
+        lo, hi = bisect.bisect_right(times, inv.time_ns), bisect.bisect_left(times, t)
+        others = [g[2] for g in grants[lo:hi] if g[1] != inv.process and g[2].key == inv.key]
+        if len(others) >= 2:
+            found.append({"waiter": _brief(inv), "completion": _brief(done), "waited_s": round((t - inv.time_ns) / 1e9, 3),
+                          "granted_meanwhile": len(others), "grants": [_brief(o) for o in others[:MAX_LISTED]]})
+    return found

@@ -1,0 +1,146 @@
+"""Liveness, expiry after death and fresh leases, on the golden histories in
+tests/golden/liveness/ (each file's expectations are in CASES below and its README row)."""
+
+import random
+
+import pytest
+
+from harness.checker.leases import check_fresh_leases, check_outlived
+from harness.checker.liveness import MARGIN_S, bound_s, check_liveness, may_hold, queued
+from harness.checker.policy import judged, summarize, verdicts
+from harness.commands.cli import verdict_text
+from harness.core.history import Op, read_history
+from harness.core.spec import TestSpec
+from tests.paths import TESTS
+
+GOLDEN = TESTS / "golden" / "liveness"
+REDIS = TestSpec(backend="redis", ttl_ms=2000, acquire_timeout=2.0)
+QUEUE = TestSpec(backend="zookeeper", ttl_ms=2000, acquire_timeout=2.0)
+
+# file -> (spec, {checker: expected valid}, {summary key: expected value})
+CASES = {
+    "stuck-bad": (REDIS, {"liveness": False}, {"stuck": 1}),
+    "stuck-after-heal-bad": (REDIS, {"liveness": False}, {"stuck": 1}),
+    "busy-ok": (REDIS, {"liveness": True, "outlived": True}, {"stuck": 0, "holder_deaths": 1}),
+    "faulted-ok": (REDIS, {"liveness": True}, {"stuck": 0, "granted_after_heal_s": 0.4}),
+    "starved-bad": (QUEUE, {"liveness": False}, {"starved": 1, "stuck": 0}),
+    "long-hold-ok": (QUEUE, {"liveness": True}, {"starved": 0, "stuck": 0}),
+    "outlived-bad": (REDIS, {"outlived": False}, {"outlived_holder": 1, "outlived_holder_s": 10.5}),
+    "outlived-ok": (REDIS, {"outlived": True, "liveness": True}, {"outlived_holder": 0, "outlived_holder_s": 0.6}),
+    "expired-grant-bad": (REDIS, {"fresh-leases": False}, {"expired_grants": 1, "overlong_grants": 1}),
+    "fresh-ok": (REDIS, {"fresh-leases": True}, {"expired_grants": 0, "overlong_grants": 0}),
+}
+CHECKS = {"liveness": check_liveness, "outlived": check_outlived, "fresh-leases": check_fresh_leases}
+
+
+def test_every_golden_file_has_a_case():
+    assert {p.stem for p in GOLDEN.glob("*.jsonl")} == set(CASES)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_golden(name):
+    spec, valid, want = CASES[name]
+    h = read_history(GOLDEN / f"{name}.jsonl")
+    results = {n: c(spec, h) for n, c in CHECKS.items()}
+    for n, v in valid.items():
+        assert results[n].valid is v, (n, results[n].summary, results[n].details)
+    summary = {k: v for r in results.values() for k, v in r.summary.items()}
+    for k, v in want.items():
+        assert summary[k] == v, (k, summary[k])
+
+
+def test_the_bound_is_lease_plus_acquire_timeout_plus_margin():
+    assert bound_s(REDIS) == 2 + 2 + MARGIN_S
+    zk = TestSpec(backend="zookeeper", ttl_ms=2000, acquire_timeout=3.0, facts={"kind": "zookeeper", "servers": 3,
+                                                                               "session_timeout_ms": 6000})
+    assert bound_s(zk) == 6 + 3 + MARGIN_S  # a session outlives the TTL: the session timeout counts
+
+
+def test_only_queue_designs_are_judged_for_starvation():
+    assert queued(QUEUE) is True and queued(REDIS) is False
+    assert queued(TestSpec(backend="etcd")) is False  # a txn retry loop promises no order
+    assert queued(TestSpec(backend="etcd", facts={"kind": "etcd", "servers": 3, "queue": True})) is True
+    h = read_history(GOLDEN / "starved-bad.jsonl")
+    assert check_liveness(REDIS, h).summary["starved"] is None  # not judged, not "0"
+
+
+def test_a_stuck_finding_lists_the_failed_acquires_and_the_bound():
+    r = check_liveness(REDIS, read_history(GOLDEN / "stuck-bad.jsonl"))
+    (stuck,) = r.details["stuck"]
+    assert stuck["asking_s"] > 9.0 and stuck["ended_by"] == "end of history"
+    assert all(d["type"] == "fail" for _, d in stuck["acquires"])
+    assert r.details["bound"] == {"lease_s": 2.0, "acquire_timeout_s": 2.0, "margin_s": MARGIN_S, "bound_s": 9.0}
+
+
+def test_a_finding_says_how_long_the_lock_outlived_its_holder():
+    r = check_outlived(REDIS, read_history(GOLDEN / "outlived-bad.jsonl"))
+    assert r.details["findings"] == ["the lock outlived its holder by 10.5 s (TTL 2 s), after 2 acquire/renewals"]
+    (d,) = r.details["deaths"]
+    assert d["past_validity_s"] == 9.0 and [o["f"] for o in d["renewals"]] == ["acquire", "renew"]
+
+
+def test_a_kill_without_a_recorded_death_is_not_judged():
+    h = [o for o in read_history(GOLDEN / "outlived-ok.jsonl") if not (o.f == "release" and o.process == 0)]
+    assert check_outlived(REDIS, h).valid == "unknown"
+
+
+def test_ops_without_validity_are_unknown_never_a_pass():
+    from dataclasses import replace
+
+    h = [replace(o, valid_until_ns=None) for o in read_history(GOLDEN / "fresh-ok.jsonl")]
+    r = check_fresh_leases(REDIS, h)
+    assert r.valid == "unknown" and r.summary["grants_without_validity"] == 3
+
+
+def test_liveness_decides_the_verdict_and_the_others_are_shown():
+    assert "liveness" in judged(REDIS) and "outlived" not in judged(REDIS) and "fresh-leases" not in judged(REDIS)
+    h = read_history(GOLDEN / "stuck-bad.jsonl")
+    s = summarize(REDIS, verdicts(REDIS, h), None, {})
+    assert s["valid"] is False and s["stuck"] == 1
+    for k in ("stuck", "starved", "outlived_holder_s", "expired_grants", "availability"):
+        assert k in s
+    text = verdict_text(s)
+    assert "lock STUCK 1 time" in text.splitlines()[0]
+    assert any(line.strip().startswith("STUCK: the lock was free but nobody could get it") for line in text.splitlines())
+
+
+def _random_busy_history(rng: random.Random) -> list[Op]:
+    """Holders one after another, within 50 ms (each released ok, or killed and lingering to its lease), with
+    waiters failing all along: the lock is never free, so never stuck."""
+    ops, t, i = [], 0, 0
+    S = 1_000_000_000
+
+    def add(p, typ, f, when, **kw):
+        nonlocal i
+        ops.append(Op(index=i, time_ns=when, process=p, type=typ, f=f, key="lock", **kw))
+        i += 1
+    holder = 0
+    while t < 30 * S:
+        start = t + rng.randint(0, 50_000_000)
+        add(holder, "invoke", "acquire", t)
+        add(holder, "ok", "acquire", start, valid_until_ns=start + 2 * S)
+        end = start + rng.randint(100_000_000, int(1.9 * S))
+        add(holder, "invoke", "release", end)
+        if rng.random() < 0.2:
+            add(holder, "info", "release", end + 1, error="killed")
+            t = start + 2 * S
+        else:
+            add(holder, "ok", "release", end + 1_000_000)
+            t = end + 1_000_000
+        holder += 1
+    return sorted(ops, key=lambda o: o.time_ns)
+
+
+def test_a_lock_busy_the_whole_time_is_never_stuck():
+    rng = random.Random(7)
+    for _ in range(30):
+        h = _random_busy_history(rng)
+        end = h[-1].time_ns
+        waiter = [Op(index=10_000 + k, time_ns=t, process="w", type=typ, f="acquire", key="lock")
+                  for k, (t, typ) in enumerate((x, y) for s in range(0, end - 2_000_000_000, 2_000_000_000)
+                                               for x, y in ((s, "invoke"), (s + 1_999_000_000, "fail")))]
+        hist = sorted(h + waiter, key=lambda o: o.time_ns)
+        r = check_liveness(REDIS, hist)
+        assert r.valid is True and r.summary["stuck"] == 0
+        spans = may_hold(hist, 2_000_000_000, end)["lock"]
+        assert max(c - b for (_, b), (c, _) in zip(spans, spans[1:])) <= 50_000_000  # free only between grants
