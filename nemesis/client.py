@@ -101,7 +101,11 @@ class _Aimed:
             self.acquired[event.process] = event
         return True
 
+    gate = None  # a replay's: harness/engine/generator.py Gated
+
     def _may_start(self, t: float) -> bool:
+        if self.gate is not None:
+            return self.gate(self.FAULTS[0].f, t)
         return t >= self.next_allowed and t + self.span_s < self.fault_phase
 
     def next_fault(self, rng: random.Random) -> None:

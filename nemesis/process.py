@@ -187,6 +187,13 @@ class PauseHolder:
         self.paused: dict[int, Any] = {}
         self.holders = Holders()
 
+    gate = None  # a replay's: harness/engine/generator.py Gated
+
+    def _may_start(self, t: float) -> bool:
+        if self.gate is not None:
+            return self.gate("pause-holder", t)
+        return self.next_allowed <= t and t + self.pause_s < self.fault_phase
+
     def next_fault(self, rng: random.Random) -> None:
         return None  # purely reactive: faults come from on_event
 
@@ -209,8 +216,7 @@ class PauseHolder:
         if not (event.f == self.trigger and event.type == "ok" and event.process in self.holders.now):
             return []
         renewed = self.renews[event.process]
-        if self.paused or ctx.time < self.next_allowed or ctx.time + self.pause_s >= self.fault_phase \
-                or (self.trigger == "renew" and renewed < self.after_renews):
+        if self.paused or not self._may_start(ctx.time) or (self.trigger == "renew" and renewed < self.after_renews):
             return []
         worker = event.process % self.ctx.spec.concurrency
         self.next_allowed = ctx.time + self.pause_s + self.cooldown

@@ -9,13 +9,20 @@ Shape, as in Jepsen's combined packages: quiet for a jittered interval, start a 
 hold it for an interval, heal it, repeat until the fault phase ends (time_limit minus
 recovery); then the final phase heals everything, and the workload runs on, unfaulted,
 for the recovery period.
+
+A replay (`replay=`, harness/engine/replay.py) plans no faults of its own: the recorded
+periodic faults run at their offsets with their values and are healed `duration` later; a
+reactive nemesis that declares `gate` (the `Gated` capability) is let start a fault only when
+a recorded one of its kind is due (its first trigger at or after the recorded offset; a
+start that misses, `fail`, leaves it due), and the schedule moves that fault's heal to
+`duration` after its start. The final heal is the same as in a planned run.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
-from typing import Any, Iterator
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterator, Protocol, Sequence, runtime_checkable
 
 from harness.core.contracts.nemesis import Fault, Nemesis, Planned, Reactive
 
@@ -49,12 +56,49 @@ def plan(nemesis: Nemesis, seed: int, fault_phase: float, interval: float) -> li
     return out
 
 
+@runtime_checkable
+class Gated(Protocol):
+    """Optional for a reactive nemesis: replays its recorded faults. When `gate` is set (by a
+    replaying FaultSchedule, after setup), the nemesis must start a fault of kind f at time t
+    only if `gate(f, t)` is True, in place of its own timing (cooldown, the fault phase's end);
+    its other conditions (the moment, one fault at a time) stay. None: it times itself."""
+
+    gate: Callable[[str, float], bool] | None
+
+
+def replayed(faults: Sequence[Any], heal_ops: list[tuple[str, Any]], fault_phase: float) -> list[Planned]:
+    """The planned ops of a replay's periodic faults (harness/engine/replay.py Recorded), in
+    time order, then the final heal at fault_phase. Faults starting at or after fault_phase
+    are left out; a heal past it is left to the final heal."""
+    out: list[Planned] = []
+    for r in faults:
+        if r.reactive or r.at >= fault_phase:
+            continue
+        out.append(Planned(at=round(r.at, 3), f=r.f, value=r.value, phase="fault"))
+        if r.heal and r.at + r.duration < fault_phase:
+            out.append(Planned(at=round(r.at + r.duration, 3), f=r.heal, value=r.heal_value, phase="heal"))
+    out.sort(key=lambda p: (p.at, p.phase != "heal"))  # a heal due with a start goes first
+    out += [Planned(at=round(fault_phase, 3), f=f, value=value, phase="final") for f, value in heal_ops]
+    return out
+
+
 class FaultSchedule:
     """The generator the runner drives: `op(ctx)` and `update(ctx, event)`."""
 
-    def __init__(self, nemesis: Nemesis, seed: int, fault_phase: float, interval: float):
+    def __init__(self, nemesis: Nemesis, seed: int, fault_phase: float, interval: float,
+                 replay: Sequence[Any] | None = None):
         self.nemesis = nemesis
-        self.ops = plan(nemesis, seed, fault_phase, interval)
+        self.replay = replay
+        self.due: list[Any] = []  # replay: reactive faults not yet started, by offset
+        self.started: dict[str, tuple[Any, float]] = {}  # replay: heal f -> (fault, when it started)
+        if replay is None:
+            self.ops = plan(nemesis, seed, fault_phase, interval)
+        else:
+            self.ops = replayed(replay, nemesis.heal_ops(), fault_phase)
+            self.due = sorted((r for r in replay if r.reactive), key=lambda r: r.at)
+            for m in getattr(nemesis, "members", [nemesis]):
+                if isinstance(m, Gated):
+                    m.gate = self.is_due
         self._next = 0
         self.reactive: list[Planned] = []  # ops a nemesis asked for in response to events
         # Whether any event can matter (asked once: a Protocol check costs more than an op).
@@ -78,8 +122,36 @@ class FaultSchedule:
     def update(self, ctx: Context, event: Any) -> None:
         """Let a reactive nemesis answer an event (e.g. an ok acquire) with ops of its own."""
         if self.listens:
-            self.reactive.extend(self.nemesis.on_event(ctx, event) or [])
+            planned = self.nemesis.on_event(ctx, event) or []
+            if self.replay is not None:
+                planned = self._replaying(ctx, event, planned)
+            self.reactive.extend(planned)
             self.reactive.sort(key=lambda p: p.at)
+
+    def is_due(self, f: str, t: float) -> bool:
+        """Replay: whether a recorded fault of kind f is due at t (the Gated nemesis's gate)."""
+        return any(r.f == f and r.at <= t for r in self.due)
+
+    def _replaying(self, ctx: Context, event: Any, planned: list[Planned]) -> list[Planned]:
+        """Replay: a started fault takes its recorded one off `due`; one that missed (`fail`)
+        puts it back; its heal is moved to the recorded duration after its start."""
+        if getattr(event, "process", None) == "nemesis" and getattr(event, "type", None) == "fail":
+            for heal, (r, _) in list(self.started.items()):
+                if r.f == event.f:
+                    del self.started[heal]
+                    self.due = sorted(self.due + [r], key=lambda x: x.at)
+        out = []
+        for p in planned:
+            if p.phase == "fault":
+                r = next((r for r in self.due if r.f == p.f and r.at <= p.at), None)
+                if r is not None:
+                    self.due.remove(r)
+                    self.started[r.heal] = (r, p.at)
+            elif p.phase == "heal" and p.f in self.started:
+                r, began = self.started.pop(p.f)
+                p = replace(p, at=round(max(ctx.time, began + r.duration), 3))
+            out.append(p)
+        return out
 
     def __iter__(self) -> Iterator[Planned]:
         return iter(self.ops)

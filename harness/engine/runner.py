@@ -63,12 +63,14 @@ class LiveState:
                 self.violations += len(see(d["process"], f, type_, d.get("key")))
 
 
-def run(spec: TestSpec, *, progress: bool = True) -> RunOutcome:
+def run(spec: TestSpec, *, progress: bool = True, replay=None) -> RunOutcome:
     """Run one test; see the module docstring. Ctrl-C: the first press ends the run, later
-    ones cannot cut its teardown short (harness/core/interrupts.py)."""
+    ones cannot cut its teardown short (harness/core/interrupts.py). `replay` (a
+    harness/engine/replay.py Schedule) runs its recorded faults instead of planning them;
+    spec.json's facts then name it (`replay`: the run it came from and its faults)."""
     spec = spec.validate()
     with interrupts.first_press_ends():
-        return _run(spec, progress)
+        return _run(spec, progress, replay)
 
 
 def run_facts(spec: TestSpec, nemeses: list) -> dict:
@@ -81,10 +83,13 @@ def run_facts(spec: TestSpec, nemeses: list) -> dict:
             "faults": faults.record(k for n in nemeses for k in getattr(n, "FAULTS", ()))}
 
 
-def _run(spec: TestSpec, progress: bool) -> RunOutcome:
+def _run(spec: TestSpec, progress: bool, replay=None) -> RunOutcome:
     preflight(spec)
     nemeses = [plugins.nemesis_class(n)() for n in spec.nemesis]
-    spec = replace(spec, facts=run_facts(spec, nemeses))  # written with the spec, read by the checkers
+    facts = run_facts(spec, nemeses)
+    if replay is not None:
+        facts["replay"] = replay.to_dict()
+    spec = replace(spec, facts=facts)  # written with the spec, read by the checkers
     run_id = store.new_run_id()
     made_test_dir = not (Path(spec.store) / spec.name).exists()  # removed again if the run never starts
     run_dir = store.new_run_dir(spec.store, spec.name)
@@ -175,7 +180,8 @@ def _run(spec: TestSpec, progress: bool) -> RunOutcome:
         workers = Workers(spec, cluster, run_dir / "nodes")
         nemesis.setup(NemesisContext(spec=spec, cluster=cluster, workers=workers))
         fault_phase = spec.time_limit - spec.recovery
-        schedule = FaultSchedule(nemesis, spec.seed, fault_phase, spec.nemesis_interval)
+        schedule = FaultSchedule(nemesis, spec.seed, fault_phase, spec.nemesis_interval,
+                                 replay=None if replay is None else replay.faults)
         workers.start()
         # Count time from when the workers are ready to work, not from process spawn.
         t0 = now_ns()
