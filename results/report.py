@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 
 from harness.core.history import Op
 from results import charts
+from results.liveness import liveness_section
 from harness.core.contracts.checker import verdict_word
 from results.svg import esc, show
 
@@ -339,6 +340,7 @@ def render(run_dir: Path, spec: Any, history: Sequence[Op], doc: dict) -> str:
          "Client ops that completed ok, per second of the run.")),
         ("clocks", "Clock offsets", lambda: clocks_section(fr)),
         ("causes", "Why each violation happened", lambda: causes_section(fr, doc)),
+        ("liveness", "Liveness, expiry and fresh leases", lambda: liveness_section(fr, doc)),
         ("fencing", "Stale writes and fencing", lambda: fencing_table(fr, doc)),
         ("checkers", "Checkers", lambda: checkers_section(fr, spec, doc)),
         ("logs", "Node logs and files", lambda: logs_section(run_dir)),

@@ -120,6 +120,10 @@ class Runner:
             for k in CSV_FIELDS[5:12]:
                 row[k] = summary.get(k, "")
             row["unexplained"] = summary.get("unexplained", "")
+            for k in ("stuck", "starved"):  # None (not judged) is blank: no count to hold a limit to
+                row[k] = "" if summary.get(k) is None else summary[k]
+            row["availability"] = ";".join(f"{p}={v['share']}" for p, v in (summary.get("availability") or {}).items()
+                                           if isinstance(v, dict) and v.get("share") is not None)
             row["causes"] = ";".join(f"{k}={v}" for k, v in (summary.get("violations_by_cause") or {}).items())
             row["error"] = "; ".join(summary.get("errors") or [])[:300]
         elif not row["error"]:

@@ -2,7 +2,8 @@
 
 Tables are [default], [backend] and [backend.nemesis] (a composed nemesis is "a+b"); in
 each, `expect`, `nofence` or `fenced` name a verdict: safe, unsafe, either or unsupported
-(what each means is in judge.py). A lookup falls back from [backend.nemesis] to [backend]
+(what each means is in judge.py), and `unexplained`, `stuck`, `starved` cap a count each run
+of the cell may show (LIMITS). A lookup falls back from [backend.nemesis] to [backend]
 to [default], and a cell nothing names is expected "either". An unknown backend, nemesis,
 key or verdict is refused with its file and line.
 """
@@ -18,6 +19,10 @@ from pathlib import Path
 from harness.core.errors import BadArgument
 
 VERDICTS = ("safe", "unsafe", "either", "unsupported")
+# Counts a run of a cell may not exceed, whatever its verdict (each a whole number; absent: no limit).
+LIMITS = {"unexplained": "UNEXPLAINED violations (harness/checker/causes.py)",
+          "stuck": "stuck findings (a free lock nobody could get: harness/checker/liveness.py)",
+          "starved": "starved waiters (harness/checker/liveness.py)"}
 FENCING_KEYS = {True: "fenced", False: "nofence"}
 
 
@@ -77,12 +82,13 @@ class Expectations:
                     if unknown:
                         raise BadArgument(f"{where(table + (k,))}: unknown nemesis {unknown[0]!r}; choose one of: {', '.join(sorted(nemeses))}")
                     check_values(table + (k,), v, False)
-                elif k == "unexplained":
+                elif k in LIMITS:
                     if not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
-                        raise BadArgument(f"{where(table, k)}: unexplained is how many UNEXPLAINED violations a run may "
+                        raise BadArgument(f"{where(table, k)}: {k} is how many {LIMITS[k]} a run may "
                                           f"have, a whole number such as 0, not {v!r}")
                 elif k not in ("expect", "nofence", "fenced"):
-                    raise BadArgument(f"{where(table, k)}: unknown key {k!r}; use expect, nofence, fenced or unexplained")
+                    raise BadArgument(f"{where(table, k)}: unknown key {k!r}; use expect, nofence, fenced, "
+                                      f"{', '.join(LIMITS)}")
                 elif v not in VERDICTS:
                     raise BadArgument(f"{where(table, k)}: {v!r} is not a verdict; use one of: {', '.join(VERDICTS)}")
 
@@ -107,10 +113,15 @@ class Expectations:
         """How many UNEXPLAINED violations (harness/checker/causes.py) a run of the cell may
         have, or None for no limit: even an unsafe cell must not break in a way its design
         does not account for (a regression in a lock client already known to be unsafe)."""
+        return self.limit(backend, nemesis, "unexplained")
+
+    def limit(self, backend: str, nemesis: str, key: str) -> int | None:
+        """How many of `key` (LIMITS: unexplained, stuck, starved) a run of the cell may have,
+        or None for no limit; looked up like `expect`."""
         b = self.tables.get(backend, {})
         for t in (b.get(nemesis, {}), b, self.tables.get("default", {})):
-            if isinstance(t.get("unexplained"), int):
-                return t["unexplained"]
+            if isinstance(t.get(key), int) and not isinstance(t.get(key), bool):
+                return t[key]
         return None
 
 

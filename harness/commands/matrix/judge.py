@@ -69,11 +69,15 @@ def rejudge(rows: list[dict], exp: Expectations) -> list[dict]:
     for c in cells.values():
         stored = [r.get("stored_valid", r["valid"]) for r in c["runs"]]
         c["observed"], c["matched"] = judge_cell(stored, c["expected"])
-        limit = exp.unexplained(c["backend"], c["nemesis"])
-        over = [r for r in c["runs"] if limit is not None and _count(r.get("unexplained")) > limit]
-        if over:  # broken in a way the design does not account for: fails even an "unsafe" cell
-            c["matched"] = False
-            c["unexplained_over"] = f"{len(over)} run(s) with more than {limit} UNEXPLAINED violation(s)"
+        over: list[dict] = []
+        for key, words in (("unexplained", "UNEXPLAINED violation(s)"), ("stuck", "stuck finding(s)"),
+                           ("starved", "starved waiter(s)")):
+            limit = exp.limit(c["backend"], c["nemesis"], key)
+            past = [r for r in c["runs"] if limit is not None and _count(r.get(key)) > limit]
+            if past:  # broken in a way the design does not account for: fails even an "unsafe" cell
+                c["matched"] = False
+                c[f"{key}_over"] = f"{len(past)} run(s) with more than {limit} {words}"
+                over += [r for r in past if r not in over]
         for r in c["runs"]:
             r.update(expected=c["expected"],
                      matched=run_matches(r.get("stored_valid", r["valid"]), c["expected"]) and r not in over,

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from results.junit import write_junit
 
+OVER = ("unexplained_over", "stuck_over", "starved_over")  # a count past its expectations.toml limit
+
 
 def table(cells: list[dict], skipped: list[dict]) -> str:
     lines = [f"{'backend':<22}{'fencing':<8}{'nemesis':<18}{'expected':<9}{'observed':<9}{'':<9}per seed (violations)"]
@@ -15,7 +17,7 @@ def table(cells: list[dict], skipped: list[dict]) -> str:
         seeds = " ".join(f"s{r['seed']}:{r.get('violations') if r['valid'] in ('true', 'false') else r['valid']}" for r in c["runs"])
         lines.append(f"{c['backend']:<22}{'on' if c['fencing'] else 'off':<8}{c['nemesis']:<18}{c['expected']:<9}"
                      f"{c['observed']:<9}{'ok' if c['matched'] else 'MISMATCH':<9}{seeds}"
-                     + (f"  ({c['unexplained_over']})" if c.get("unexplained_over") else ""))
+                     + "".join(f"  ({c[k]})" for k in OVER if c.get(k)))
     for s in skipped:
         lines.append(f"{s['backend']:<22}{'on':<8}{s['nemesis']:<18}{'-':<9}{'skipped':<9}{'':<9}{s['reason']}")
     return "\n".join(lines)
@@ -26,8 +28,9 @@ def junit_cases(cells: list[dict]) -> list[dict]:
     return [{"name": f"{c['nemesis']} {'fenced' if c['fencing'] else 'nofence'}", "classname": f"chaoslock.matrix.{c['backend']}",
             "valid": True if c["matched"] else (False if c["observed"] in ("safe", "unsafe") else "unknown"),
             "message": f"expected {c['expected']}, observed {c['observed']}"
-                       + (f"; {c['unexplained_over']}" if c.get("unexplained_over") else "") + "\n" + "\n".join(
+                       + "".join(f"; {c[k]}" for k in OVER if c.get(k)) + "\n" + "\n".join(
                 f"seed {r['seed']}: valid={r['valid']} violations={r.get('violations', '')} causes={r.get('causes', '')} "
+                f"stuck={r.get('stuck', '')} starved={r.get('starved', '')} availability={r.get('availability', '')} "
                 f"run_dir={r.get('run_dir', '')}"
                 + (f" error={r['error']}" if r.get("error") else "") for r in c["runs"]),
             "time_s": sum(float(r.get("wall_s") or 0) for r in c["runs"])} for c in cells]

@@ -144,3 +144,53 @@ def test_a_lock_busy_the_whole_time_is_never_stuck():
         assert r.valid is True and r.summary["stuck"] == 0
         spans = may_hold(hist, 2_000_000_000, end)["lock"]
         assert max(c - b for (_, b), (c, _) in zip(spans, spans[1:])) <= 50_000_000  # free only between grants
+
+
+# --- expectations.toml: stuck / starved ------------------------------------------------------
+def test_a_stuck_run_fails_its_cell_even_one_expected_unsafe(tmp_path):
+    from harness.commands.matrix.expectations import Expectations
+    from harness.commands.matrix.judge import rejudge
+
+    f = tmp_path / "e.toml"
+    f.write_text('[default]\nstuck = 0\nstarved = 0\n[redis]\nexpect = "unsafe"\n')
+    exp = Expectations.load(f)
+    assert exp.limit("redis", "kill", "stuck") == 0 and exp.limit("redis", "kill", "unexplained") is None
+    rows = [{"backend": "redis", "nemesis": "kill", "fencing": "off", "seed": 1, "valid": "false", "stuck": "1",
+             "starved": ""}]
+    (cell,) = rejudge(rows, exp)
+    assert cell["matched"] is False and cell["stuck_over"] == "1 run(s) with more than 0 stuck finding(s)"
+    assert rows[0]["matched"] is False
+    ok = [{"backend": "redis", "nemesis": "kill", "fencing": "off", "seed": 1, "valid": "false", "stuck": "0", "starved": ""}]
+    (cell,) = rejudge(ok, exp)
+    assert cell["matched"] is True  # a blank starved (not a queue design) holds no count
+
+
+@pytest.mark.parametrize("bad", ['"none"', "-1", "true", "1.5"])
+def test_a_stuck_limit_must_be_a_whole_number(tmp_path, bad):
+    from harness.commands.matrix.expectations import Expectations
+    from harness.core.errors import BadArgument
+
+    f = tmp_path / "e.toml"
+    f.write_text(f"[default]\nstuck = {bad}\n")
+    with pytest.raises(BadArgument, match=r"e.toml:2 \[default\] stuck: stuck is how many stuck findings"):
+        Expectations.load(f)
+
+
+def test_the_shipped_expectations_hold_every_cell_to_no_stuck_and_no_starved():
+    from harness.commands.matrix.expectations import Expectations, default_expectations
+
+    exp = Expectations.load(default_expectations())
+    assert exp.limit("redlock", "clock-skew", "stuck") == 0 and exp.limit("zookeeper", "pause-holder", "starved") == 0
+
+
+# --- the report's section --------------------------------------------------------------------
+def test_the_report_draws_a_stuck_band_red_and_availability_by_phase():
+    from results import charts
+    from results.liveness import liveness_section
+
+    h = read_history(GOLDEN / "stuck-after-heal-bad.jsonl")
+    doc = {"checkers": {n: r.to_dict() for n, r in verdicts(REDIS, h).items()}}
+    html = liveness_section(charts.frame(h), doc)
+    assert 'fill="#c0392b"' in html and "STUCK: past the bound 9.0 s" in html
+    assert "<td>recovery</td><td>0</td><td>9</td><td>0%</td>" in html
+    assert liveness_section(charts.frame(h), {"checkers": {}}) == ""  # a run stored before: nothing drawn
