@@ -11,8 +11,9 @@ useless. This checker reads, from the history alone (and the facts the run recor
   acquire in doubt (`info`, or never completed) may hold from its invoke until one lease
   after its completion. An acquire that failed held nothing.
 - **stuck**: a stretch in which nobody may hold the lock, no fault is in effect, and
-  acquires were in flight (and failing) for longer than the bound, without a grant. A lock
-  busy the whole time is never stuck: its holders may-hold it.
+  acquires kept asking (from the first one in flight in it to the last, failing) for longer
+  than the bound, without a grant. A lock busy the whole time is never stuck: its holders
+  may-hold it.
 - **starved** (only designs that promise a queue): one acquire that waited longer than the
   bound while others were granted the lock twice or more, with no fault in effect during
   its wait. A waiter behind one long hold is not starved.
@@ -141,27 +142,21 @@ def _acquires(history: Sequence[Op], end_ns: int) -> list[tuple[Op, Op | None, i
     return [(i, d, d.time_ns if d is not None else end_ns) for i, d in pair_ops(ops) if i.f == "acquire"]
 
 
-class _Cover:
-    """How much of an interval sorted, disjoint spans cover, in log time per question."""
+class _Asking:
+    """Over which part of an interval acquires kept asking: from the first one in flight in it
+    to the last (a client that polls, sleeping between failed tries, asks all along)."""
 
     def __init__(self, spans: list[tuple[int, int]]):
         self.spans = spans
         self.ends = [b for _, b in spans]
-        self.before = [0]
-        for a, b in spans:
-            self.before.append(self.before[-1] + b - a)
+        self.starts = [a for a, _ in spans]
 
     def of(self, lo: int, hi: int) -> int:
         i = bisect.bisect_right(self.ends, lo)  # the first span ending after lo
-        j = bisect.bisect_left(self.ends, hi)  # the first span ending at or after hi
-        if i >= len(self.spans):
+        j = bisect.bisect_left(self.starts, hi) - 1  # the last span starting before hi
+        if i >= len(self.spans) or j < i:
             return 0
-        if i == j or j >= len(self.spans):
-            return sum(max(0, min(b, hi) - max(a, lo)) for a, b in self.spans[i:j + 1])
-        inner = self.before[j] - self.before[i + 1]
-        a, b = self.spans[i]
-        c, d = self.spans[j]
-        return max(0, b - max(a, lo)) + inner + max(0, hi - c)
+        return max(0, min(hi, self.ends[j]) - max(lo, self.starts[i]))
 
 
 def _brief(op: Op | None) -> dict | None:
@@ -208,7 +203,7 @@ def check_liveness(spec: Any, history: Sequence[Op]) -> CheckResult:
         by_key.setdefault(a[0].key, []).append(a)
     for key, mine in by_key.items():
         busy = held.get(key, [])
-        demand = _Cover(_union([(i.time_ns, t) for i, _, t in mine]))
+        demand = _Asking(_union([(i.time_ns, t) for i, _, t in mine]))
         for lo, hi in _subtract(begin, end, busy):
             for a, b in _subtract(lo, hi, cuts):
                 asked = demand.of(a, b)

@@ -194,3 +194,17 @@ def test_the_report_draws_a_stuck_band_red_and_availability_by_phase():
     assert 'fill="#c0392b"' in html and "STUCK: past the bound 9.0 s" in html
     assert "<td>recovery</td><td>0</td><td>9</td><td>0%</td>" in html
     assert liveness_section(charts.frame(h), {"checkers": {}}) == ""  # a run stored before: nothing drawn
+
+
+def test_a_poller_that_sleeps_between_quick_failures_is_still_asking():
+    S = 1_000_000_000
+    ops = [Op(index=0, time_ns=0, process=0, type="invoke", f="acquire", key="lock"),
+           Op(index=1, time_ns=1000, process=0, type="ok", f="acquire", key="lock", valid_until_ns=2 * S),
+           Op(index=2, time_ns=S // 2, process=0, type="invoke", f="release", key="lock"),
+           Op(index=3, time_ns=S // 2 + 1000, process=0, type="ok", f="release", key="lock")]
+    for k in range(24):  # a 10 ms try every 500 ms from 1 s to 13 s: in flight 2 % of the time
+        t = S + k * S // 2
+        ops += [Op(index=4 + 2 * k, time_ns=t, process=1, type="invoke", f="acquire", key="lock"),
+                Op(index=5 + 2 * k, time_ns=t + 10_000_000, process=1, type="fail", f="acquire", key="lock")]
+    r = check_liveness(REDIS, ops)
+    assert r.valid is False and r.summary["stuck"] == 1 and r.details["stuck"][0]["attempts"] == 24
