@@ -139,6 +139,7 @@ LAZY = {
     "explore": "harness.commands.explore:explore",
     "matrix": "harness.commands.matrix:matrix",
     "compare": "harness.commands.compare:compare",
+    "shrink": "harness.commands.shrink:shrink",
 }
 
 
@@ -194,40 +195,49 @@ def cli() -> None:
 @click.option("--store", default="store", show_default=True, help="where runs are stored")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON summary line on stdout")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None, help="also write a JUnit XML file")
+@click.option("--replay", "replay_dir", default=None, metavar="RUN_DIR",
+              help="run again with RUN_DIR's options and its recorded faults (docs/reproduce.md)")
 def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency, keys, seed, ttl_ms, acquire_timeout, hold_max_ms, fencing,
         watchdog, renew, reenter, hold_until_expiry, nemesis_interval, clock_jump_s, options, netns, cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts,
-        base_port, store, as_json, junit):
+        base_port, store, as_json, junit, replay_dir):
     """Run one chaos test and print its verdict."""
     from harness.engine.runner import run as run_spec
     from harness.core.spec import TestSpec
 
-    names = tuple(n.strip() for n in nemesis.split(",") if n.strip() and n.strip() != "none")
-    options = parse_options(options)
-    if client_cmd is not None:
-        if backend not in (None, "external"):
-            raise BadArgument(f"--client runs your own client; drop --backend {backend} (or drop --client)")
-        if not servers:
-            raise BadArgument("--client needs --servers KIND:N, the lock service it talks to (e.g. etcd:3)")
-        if not client_cmd.strip():
-            raise BadArgument("an external client needs its command: chaos run --client 'CMD ARGS' --servers KIND:N")
-        backend, options["command"], options["servers"] = "external", client_cmd, servers
-    elif servers is not None:
-        raise BadArgument("--servers goes with --client; a built-in backend declares its own servers")
-    backend = backend or "redlock"
-    if watchdog:
-        if options.get("watchdog", "true").strip().lower() not in ("1", "true", "yes", "on"):
-            raise BadArgument(f"--watchdog contradicts -o watchdog={options['watchdog']}; give one of them")
-        options["watchdog"] = "true"
-    seed = seed if seed is not None else random.SystemRandom().randrange(1, 2**31)
-    if recovery is None:  # only the default adapts to a short run; an explicit value is kept or refused
-        recovery = min(3.0, time_limit / 4) if math.isfinite(time_limit) else 3.0
-    spec = TestSpec(backend=backend, nemesis=names, time_limit=time_limit, recovery=recovery,
-                    concurrency=concurrency, keys=keys, seed=seed, ttl_ms=ttl_ms, acquire_timeout=acquire_timeout,
-                    hold_max_ms=hold_max_ms, fencing=fencing, renew=renew, reenter=reenter,
-                    hold_until_expiry=hold_until_expiry, nemesis_interval=nemesis_interval,
-                    clock_jump_s=clock_jump_s, options=options, netns=netns, cluster=cluster, base_port=base_port, store=store,
-                    ssh=ssh_settings(cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts),
-                    command=shlex.join(["chaos"] + sys.argv[1:] + ([] if "--seed" in sys.argv else ["--seed", str(seed)])))
+    schedule = None
+    if replay_dir is not None:
+        from harness.commands.shrink import replay_cli
+
+        spec, schedule = replay_cli(replay_dir, click.get_current_context())
+        seed, time_limit, store = spec.seed, spec.time_limit, spec.store
+    else:
+        names = tuple(n.strip() for n in nemesis.split(",") if n.strip() and n.strip() != "none")
+        options = parse_options(options)
+        if client_cmd is not None:
+            if backend not in (None, "external"):
+                raise BadArgument(f"--client runs your own client; drop --backend {backend} (or drop --client)")
+            if not servers:
+                raise BadArgument("--client needs --servers KIND:N, the lock service it talks to (e.g. etcd:3)")
+            if not client_cmd.strip():
+                raise BadArgument("an external client needs its command: chaos run --client 'CMD ARGS' --servers KIND:N")
+            backend, options["command"], options["servers"] = "external", client_cmd, servers
+        elif servers is not None:
+            raise BadArgument("--servers goes with --client; a built-in backend declares its own servers")
+        backend = backend or "redlock"
+        if watchdog:
+            if options.get("watchdog", "true").strip().lower() not in ("1", "true", "yes", "on"):
+                raise BadArgument(f"--watchdog contradicts -o watchdog={options['watchdog']}; give one of them")
+            options["watchdog"] = "true"
+        seed = seed if seed is not None else random.SystemRandom().randrange(1, 2**31)
+        if recovery is None:  # only the default adapts to a short run; an explicit value is kept or refused
+            recovery = min(3.0, time_limit / 4) if math.isfinite(time_limit) else 3.0
+        spec = TestSpec(backend=backend, nemesis=names, time_limit=time_limit, recovery=recovery,
+                        concurrency=concurrency, keys=keys, seed=seed, ttl_ms=ttl_ms, acquire_timeout=acquire_timeout,
+                        hold_max_ms=hold_max_ms, fencing=fencing, renew=renew, reenter=reenter,
+                        hold_until_expiry=hold_until_expiry, nemesis_interval=nemesis_interval,
+                        clock_jump_s=clock_jump_s, options=options, netns=netns, cluster=cluster, base_port=base_port, store=store,
+                        ssh=ssh_settings(cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts),
+                        command=shlex.join(["chaos"] + sys.argv[1:] + ([] if "--seed" in sys.argv else ["--seed", str(seed)])))
     spec = spec.validate()
     check_writable_dir(store, "--store")
     if junit:
@@ -239,7 +249,9 @@ def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency
     print(f"chaos run {spec.name} seed {seed} for {time_limit:g}s", file=human)
     for note in spec.notes():
         print(f"note: {note}", file=human)
-    outcome = run_spec(spec, progress=True)
+    if schedule is not None:
+        print(f"replaying {schedule.of}: {len(schedule.faults)} recorded fault(s)", file=human)
+    outcome = run_spec(spec, progress=True, replay=schedule)
     ended_by = (outcome.signal or signal.SIGINT) if outcome.interrupted else None
     print(verdict_text(outcome.summary, interrupted_by=ended_by), file=human)
     if as_json:

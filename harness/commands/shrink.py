@@ -1,0 +1,182 @@
+"""`chaos run --replay RUN_DIR` and `chaos shrink RUN_DIR`: a failing run's schedule again,
+and the smallest schedule that still shows its finding.
+
+A replay runs the recorded run's spec (backend, options, time limit, seed) with the faults
+it applied (harness/engine/replay.py) instead of a re-planned schedule; its spec.json's facts
+name the run it replays. `chaos shrink` searches (harness/engine/shrink.py) with real
+replays as its oracle: one trial is one replay, and it reproduces when the replay shows the
+same finding as the original (`findings`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harness.core.errors import BadArgument
+from harness.engine.replay import Recorded, Schedule, load, words
+
+SHRINK_FILE = "shrink.json"
+
+
+def replay_spec(run_dir: str, store: str | None = None, faults: tuple[Recorded, ...] | None = None,
+                time_limit: float | None = None) -> tuple[Any, Schedule]:
+    """(spec, schedule) of a replay of run_dir: its spec with its store (or `store`), its
+    recorded faults (or `faults`, a shrunk list) and its time limit (or `time_limit`); one
+    sentence (BadArgument) when run_dir cannot be replayed."""
+    spec, found = load(run_dir)
+    if faults is None and _replays(spec):  # a replay's replay: the schedule it was asked to replay
+        faults = Schedule.from_dict(spec.facts["replay"]).faults or tuple(found)
+    new = dataclasses.replace(spec, store=store or spec.store, facts={},
+                              time_limit=spec.time_limit if time_limit is None else time_limit,
+                              command=f"chaos run --replay {run_dir}")
+    return new.validate(), Schedule(of=str(run_dir), faults=tuple(found if faults is None else faults))
+
+
+def replay_cli(run_dir: str, ctx: click.Context) -> tuple[Any, Schedule]:
+    """`chaos run --replay RUN_DIR`: replay_spec, with --store if given; a flag that would
+    change the recorded run's options is refused (one sentence), as a replay takes them all."""
+    from click.core import ParameterSource
+
+    given = [p for p in ctx.command.params if p.name not in REPLAY_FLAGS
+             and ctx.get_parameter_source(p.name) not in (ParameterSource.DEFAULT, None)]
+    if given:
+        flag = given[0].opts[0]
+        raise BadArgument(f"--replay takes every option from {run_dir}'s spec.json; drop {flag}")
+    explicit = ctx.get_parameter_source("store") not in (ParameterSource.DEFAULT, None)
+    return replay_spec(run_dir, ctx.params["store"] if explicit else None)
+
+
+REPLAY_FLAGS = ("replay_dir", "store", "as_json", "junit", "repeat")  # what --replay goes with
+
+
+def _replays(spec: Any) -> bool:
+    r = spec.facts.get("replay") if isinstance(spec.facts, dict) else None
+    return isinstance(r, dict) and isinstance(r.get("faults"), list)
+
+
+def findings(summary: dict) -> frozenset[str]:
+    """What a run found, as shrinking compares it: each cause of its violations
+    ("violation:<cause>"), "stale-write" and "lost-update" when it had any, and "invalid" for
+    an invalid verdict with none of these. Empty: nothing to shrink."""
+    out = set()
+    if summary.get("valid") is False or summary.get("violations"):
+        causes = summary.get("violations_by_cause") or {}
+        out |= {f"violation:{c}" for c, n in causes.items() if n}
+        if summary.get("violations") and not causes:
+            out.add("violation")
+    if summary.get("stale_writes_accepted"):
+        out.add("stale-write")
+    if summary.get("lost_updates"):
+        out.add("lost-update")
+    if summary.get("valid") is False and not out:
+        out.add("invalid")
+    return frozenset(out)
+
+
+def read_summary(run_dir: str | Path) -> dict:
+    """The stored run's summary (results.json), or one sentence why there is none."""
+    p = Path(run_dir) / "results.json"
+    try:
+        return json.loads(p.read_text())["summary"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise BadArgument(f"{run_dir} has no readable results.json, so its finding is unknown; "
+                          f"run `chaos report {run_dir}` first") from None
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path())
+@click.option("--trials", type=click.IntRange(1, 20), default=3, show_default=True,
+              help="replays of each candidate schedule")
+@click.option("--rate", type=click.FloatRange(0.01, 1.0), default=0.67, show_default=True,
+              help="share of a candidate's replays that must show the finding for it to be kept")
+@click.option("--budget", type=click.FloatRange(0.1, 24 * 60), default=30.0, show_default=True,
+              help="minutes the search may take; it ends with the smallest schedule so far")
+@click.option("--store", default=None, help="where the replays are stored (default: the original run's store)")
+def shrink(run_dir, trials, rate, budget, store):
+    """Search for the smallest fault schedule of RUN_DIR that still shows its finding."""
+    from harness.core import interrupts
+    from harness.engine.shrink import Candidate, Search
+
+    known = (Path(run_dir) / "results.json").is_file()
+    summary = read_summary(run_dir) if known else {}
+    if known and not findings(summary):
+        how = "was valid" if summary.get("valid") is True else "found nothing (its verdict was unknown)"
+        raise BadArgument(f"{run_dir} {how}: no violation, stale write or lost update, so there is nothing to shrink")
+    spec, schedule = replay_spec(run_dir, store)  # one sentence for what is not a replayable run
+    summary = summary or read_summary(run_dir)
+    target = findings(summary)
+    if not target:
+        how = "was valid" if summary.get("valid") is True else "found nothing (its verdict was unknown)"
+        raise BadArgument(f"{run_dir} {how}: no violation, stale write or lost update, so there is nothing to shrink")
+    store = spec.store
+    deadline = time.monotonic() + budget * 60
+    started = time.monotonic()
+    print(f"chaos shrink {run_dir}: {words(schedule.faults)}; looking for {', '.join(sorted(target))}, "
+          f"{trials} trial(s) each, kept at {rate:g}, budget {budget:g} min", flush=True)
+    replays: dict[int, list[str]] = {}  # candidate number -> its replays' run dirs
+
+    def oracle(c: Candidate) -> bool:
+        from harness.engine.runner import run as run_spec
+
+        s, sched = replay_spec(run_dir, store, c.faults, c.time_limit)
+        outcome = run_spec(s, progress=False, replay=sched)
+        if outcome.interrupted:
+            raise KeyboardInterrupt
+        replays.setdefault(len(search.tried), []).append(str(outcome.run_dir))
+        got = findings(outcome.summary)
+        return bool(got & target)
+
+    def said(t, s: Search) -> None:
+        hits = sum(t.outcomes)
+        print(f"  [{len(s.tried)} tried, {s.trials_run} replays, {(time.monotonic() - started) / 60:.1f} min] "
+              f"{t.step}: {len(t.candidate.faults)} fault(s), {t.candidate.time_limit:g} s: {hits} of "
+              f"{len(t.outcomes)} {'KEPT' if t.kept else 'no'}; smallest: {words(s.best.faults)}", flush=True)
+
+    search = Search(oracle, trials=trials, rate=rate, recovery=spec.recovery,
+                    stop=lambda: time.monotonic() > deadline, on_tried=said)
+    start = Candidate(faults=schedule.faults, time_limit=spec.time_limit)
+    interrupted = False
+    try:
+        search.run(start)  # each replay ends on the first Ctrl-C, healed and stopped (runner.run)
+    except KeyboardInterrupt:
+        interrupted = True
+    best = search.best or start
+    with interrupts.shielded("writing shrink.json"):
+        final = _write(run_dir, store, target, search, best, replays, trials, rate, interrupted)
+    hits = sum(search.best_outcomes)
+    rate_said = f"reproduced in {hits} of {len(search.best_outcomes)}" if search.best_outcomes else \
+        "nothing smaller reproduced (the original schedule)"
+    ended = " (INTERRUPTED: the best so far)" if interrupted else " (budget spent: the best so far)" if search.stopped else ""
+    print(f"smallest: {words(best.faults)}, {best.time_limit:g} s of workload; {rate_said}; "
+          f"{len(search.tried)} candidates, {search.trials_run} replays, {(time.monotonic() - started) / 60:.1f} min"
+          f"{ended}; replay it: chaos run --replay {final}")
+    if interrupted:
+        return interrupts.exit_code()
+    return 0
+
+
+def _write(run_dir, store, target, search, best, replays, trials, rate, interrupted) -> str:
+    """shrink.json into the original run dir; the final schedule as a replayable run (a run dir
+    of the best candidate's last replay; the original itself when nothing smaller was kept)."""
+    from results import store as results_store
+
+    final = str(run_dir)
+    for n, t in enumerate(search.tried, 1):
+        if t.kept and t.candidate.key() == best.key() and replays.get(n):
+            final = replays[n][-1]
+    doc = {"of": str(run_dir), "findings": sorted(target), "trials": trials, "rate": rate,
+           "interrupted": interrupted, "budget_spent": search.stopped, "replays": search.trials_run,
+           "best": best.to_dict(), "best_outcomes": search.best_outcomes, "best_run": final,
+           "candidates": [{**t.to_dict(), "runs": replays.get(n, [])} for n, t in enumerate(search.tried, 1)]}
+    results_store.write_json(Path(run_dir) / SHRINK_FILE, doc)
+    if final != str(run_dir):
+        results_store.write_json(Path(final) / "shrunk-from.json", {"of": str(run_dir), "shrink": str(Path(run_dir) / SHRINK_FILE)})
+    print(f"wrote {Path(run_dir) / SHRINK_FILE}", file=sys.stderr)
+    return final

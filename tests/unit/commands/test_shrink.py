@@ -1,0 +1,88 @@
+"""chaos run --replay and chaos shrink (harness/commands/shrink.py) without servers: what they
+refuse, in one sentence and exit 254, and what counts as the same finding."""
+
+import json
+
+import pytest
+
+from harness.commands.shrink import findings, replay_spec
+from harness.core.errors import BadArgument
+from tests.conftest import chaos
+
+HISTORY = [
+    {"time_ns": 0, "process": 0, "type": "invoke", "f": "acquire", "key": "chaos-lock"},
+    {"time_ns": 10**8, "process": 0, "type": "ok", "f": "acquire", "key": "chaos-lock"},
+    {"time_ns": 2 * 10**9, "process": "nemesis", "type": "invoke", "f": "pause-holder", "value": {"worker": 0}},
+    {"time_ns": 2 * 10**9 + 1, "process": "nemesis", "type": "ok", "f": "pause-holder", "value": {"worker": 0}},
+    {"time_ns": 6 * 10**9, "process": "nemesis", "type": "invoke", "f": "resume-holder", "value": {"worker": 0}},
+    {"time_ns": 6 * 10**9 + 1, "process": "nemesis", "type": "ok", "f": "resume-holder", "value": {"worker": 0}},
+]
+
+
+def run_dir(tmp_path, name="run", history=HISTORY, summary=None):
+    d = tmp_path / name
+    d.mkdir()
+    (d / "spec.json").write_text(json.dumps({"backend": "redis", "nemesis": ["pause-holder"], "time_limit": 15,
+                                             "seed": 3, "store": str(tmp_path / "store")}))
+    (d / "history.jsonl").write_text("".join(json.dumps(o) + "\n" for o in history))
+    if summary is not None:
+        (d / "results.json").write_text(json.dumps({"summary": summary}))
+    return d
+
+
+def test_findings_name_the_causes_and_the_writes():
+    assert findings({"valid": True}) == frozenset()
+    assert findings({"valid": "unknown"}) == frozenset()
+    assert findings({"valid": False, "violations": 2, "violations_by_cause": {"overran-paused": 2}}) == \
+        {"violation:overran-paused"}
+    assert findings({"valid": False, "violations": 0, "stale_writes_accepted": 1}) == {"stale-write"}
+    assert findings({"valid": False}) == {"invalid"}
+
+
+def test_replay_spec_keeps_the_options_and_seed_and_names_the_run(tmp_path):
+    d = run_dir(tmp_path)
+    spec, schedule = replay_spec(str(d))
+    assert (spec.backend, spec.seed, spec.time_limit, spec.store) == ("redis", 3, 15, str(tmp_path / "store"))
+    assert schedule.of == str(d) and [(r.f, r.at, r.duration) for r in schedule.faults] == [("pause-holder", 2.0, 4.0)]
+    spec, _ = replay_spec(str(d), store=str(tmp_path / "other"), time_limit=9.0)
+    assert spec.store == str(tmp_path / "other") and spec.time_limit == 9.0
+
+
+def test_a_replay_of_a_replay_replays_what_it_was_asked_to(tmp_path):
+    d = run_dir(tmp_path)
+    spec = json.loads((d / "spec.json").read_text())
+    asked = {"f": "pause-holder", "at": 1.5, "duration": 0.5, "value": None, "heal": "resume-holder", "heal_value": None}
+    spec["facts"] = {"replay": {"of": "elsewhere", "faults": [asked]}}
+    (d / "spec.json").write_text(json.dumps(spec))
+    _, schedule = replay_spec(str(d))
+    assert [(r.at, r.duration) for r in schedule.faults] == [(1.5, 0.5)] and schedule.of == str(d)
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda t: t / "missing", "is not a run directory"),
+    (lambda t: run_dir(t, history=HISTORY[:2]), "applied no faults"),
+    (lambda t: run_dir(t, history=[{"time_ns": 1, "process": 0}]), "history.jsonl line 1"),
+])
+def test_replay_refuses_in_one_sentence(tmp_path, make, words):
+    r = chaos("run", "--replay", str(make(tmp_path)))
+    assert r.returncode == 254, r.stderr
+    assert words in r.stderr and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_replay_refuses_a_flag_that_would_change_the_recorded_options(tmp_path):
+    r = chaos("run", "--replay", str(run_dir(tmp_path)), "--seed", "4")
+    assert r.returncode == 254 and "drop --seed" in r.stderr
+
+
+def test_shrink_refuses_a_valid_run_in_one_sentence(tmp_path):
+    r = chaos("shrink", str(run_dir(tmp_path, summary={"valid": True, "violations": 0})))
+    assert r.returncode == 254, r.stderr
+    assert "was valid" in r.stderr and "nothing to shrink" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_shrink_refuses_what_is_not_a_run(tmp_path):
+    r = chaos("shrink", str(tmp_path / "missing"))
+    assert r.returncode == 254 and "is not a run directory" in r.stderr
+    with pytest.raises(BadArgument):
+        replay_spec(str(tmp_path / "missing"))
