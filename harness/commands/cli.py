@@ -197,9 +197,11 @@ def cli() -> None:
 @click.option("--junit", type=click.Path(dir_okay=False), default=None, help="also write a JUnit XML file")
 @click.option("--replay", "replay_dir", default=None, metavar="RUN_DIR",
               help="run again with RUN_DIR's options and its recorded faults (docs/reproduce.md)")
+@click.option("--repeat", type=click.IntRange(1, 1000), default=1, show_default=True, metavar="M",
+              help="run the same spec M times (each run kept) and report \"invalid in k of M\"")
 def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency, keys, seed, ttl_ms, acquire_timeout, hold_max_ms, fencing,
         watchdog, renew, reenter, hold_until_expiry, nemesis_interval, clock_jump_s, options, netns, cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts,
-        base_port, store, as_json, junit, replay_dir):
+        base_port, store, as_json, junit, replay_dir, repeat):
     """Run one chaos test and print its verdict."""
     from harness.engine.runner import run as run_spec
     from harness.core.spec import TestSpec
@@ -251,6 +253,13 @@ def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency
         print(f"note: {note}", file=human)
     if schedule is not None:
         print(f"replaying {schedule.of}: {len(schedule.faults)} recorded fault(s)", file=human)
+    if repeat > 1:
+        from harness.commands.shrink import repeat as repeat_runs
+
+        code, summaries = repeat_runs(spec, repeat, schedule, human)
+        if as_json:
+            print(json.dumps(summaries, default=str))
+        return code
     outcome = run_spec(spec, progress=True, replay=schedule)
     ended_by = (outcome.signal or signal.SIGINT) if outcome.interrupted else None
     print(verdict_text(outcome.summary, interrupted_by=ended_by), file=human)

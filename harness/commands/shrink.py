@@ -180,3 +180,32 @@ def _write(run_dir, store, target, search, best, replays, trials, rate, interrup
         results_store.write_json(Path(final) / "shrunk-from.json", {"of": str(run_dir), "shrink": str(Path(run_dir) / SHRINK_FILE)})
     print(f"wrote {Path(run_dir) / SHRINK_FILE}", file=sys.stderr)
     return final
+
+
+def repeat(spec: Any, times: int, schedule: Schedule | None, human) -> tuple[int, list]:
+    """`chaos run --repeat M`: the same spec (and replayed schedule, if any) M times, each run
+    kept; one line per run, then "invalid in k of M". Returns (exit code, summaries): 1 if
+    any run was invalid, else 2 if any was unknown, else 0; 130/143 when a signal ended it
+    (the runs so far are reported)."""
+    from harness.core import interrupts
+    from harness.engine.runner import run as run_spec
+
+    summaries = []
+    ended = None
+    for n in range(1, times + 1):
+        outcome = run_spec(spec, progress=True, replay=schedule)
+        s = outcome.summary
+        summaries.append(s)
+        finding = ", ".join(sorted(findings(s))) or ("valid" if s.get("valid") is True else "unknown")
+        print(f"run {n} of {times}: {'INVALID' if s.get('valid') is False else finding.upper()}"
+              f"{' (' + finding + ')' if s.get('valid') is False else ''} {outcome.run_dir}", file=human, flush=True)
+        if outcome.interrupted:
+            ended = outcome.signal or interrupts.ended_by()
+            break
+    k = sum(s.get("valid") is False for s in summaries)
+    unknown = sum(s.get("valid") not in (True, False) for s in summaries)
+    print(f"invalid in {k} of {len(summaries)}" + (f" ({unknown} unknown)" if unknown else "")
+          + (f"; INTERRUPTED after {len(summaries)} of {times}" if ended else ""), file=human)
+    if ended is not None:
+        return interrupts.exit_code(ended), summaries
+    return (1 if k else 2 if unknown else 0), summaries

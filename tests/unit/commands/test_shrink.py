@@ -86,3 +86,21 @@ def test_shrink_refuses_what_is_not_a_run(tmp_path):
     assert r.returncode == 254 and "is not a run directory" in r.stderr
     with pytest.raises(BadArgument):
         replay_spec(str(tmp_path / "missing"))
+
+
+def test_repeat_counts_the_invalid_runs_and_keeps_going(monkeypatch, capsys):
+    import io
+
+    from harness.commands import shrink as cmd
+    from harness.engine import runner
+
+    verdicts = iter([False, True, False])
+
+    class Outcome:
+        def __init__(self, valid):
+            self.summary, self.run_dir, self.interrupted, self.signal = {"valid": valid}, "store/x/1", False, None
+    monkeypatch.setattr(runner, "run", lambda spec, progress, replay: Outcome(next(verdicts)))
+    out = io.StringIO()
+    code, summaries = cmd.repeat(object(), 3, None, out)
+    assert code == 1 and len(summaries) == 3
+    assert out.getvalue().splitlines()[-1] == "invalid in 2 of 3"
