@@ -26,7 +26,8 @@ import click
 
 from harness.core.contracts.checker import CRASH, UNSUPPORTED, parse_valid, parse_verdict, recognised, verdict_word
 from harness.checker.lock import holding_windows
-from harness.commands.reproduce_aimed import freed_at_expiry, slow_acquires_fail, waiter_kept_out
+from harness.commands.reproduce_aimed import (freed_at_expiry, queue_moves_past_dead_waiter, release_cut_until_expiry,
+                                             slow_acquires_fail, waiter_kept_out)
 from harness.commands.cliargs import CLUSTERS, Seconds, check_writable_dir, ssh_options, ssh_settings
 from harness.core.errors import BadArgument, BadHistory
 from harness.core.safefile import read_inside, write_atomic
@@ -217,6 +218,19 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
              variants={"nofence": (NOFENCE, Expect(verdict="safe", says="the cut waiter is not granted while cut, "
                                                    "never two holders",
                                                    holds=waiter_kept_out("partition-waiter", "heal-waiter")))}),
+    Scenario(name="redis-release-cut", doc="redis single instance; a holder's release is cut as it leaves, for 3 s "
+                                            "against a 2 s TTL",
+             spec={"backend": "redis", "nemesis": ("cut-in-flight",), "nemesis_interval": 4.0,
+                   "options": {"cut_ms": "3000"}},
+             variants={"nofence": (NOFENCE, Expect(verdict="safe", says="the key the release never reached lives to its "
+                                                   "TTL: no grant before, one soon after", holds=release_cut_until_expiry))}),
+    Scenario(name="zk-waiter-killed", doc="ZooKeeper queue lock; a waiter is SIGKILLed between its acquire request "
+                                           "and the reply while another holds",
+             spec={"backend": "zookeeper", "nemesis": ("kill-holder",),
+                   "options": {"during": "acquire", "session_timeout_ms": "2000"}},
+             variants={"nofence": (NOFENCE, Expect(verdict="safe", says="the queue moves past the dead waiter within its "
+                                                   "session timeout, never two holders",
+                                                   holds=queue_moves_past_dead_waiter(2000)))}),
 ]}
 
 

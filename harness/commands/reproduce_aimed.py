@@ -9,7 +9,12 @@ and what a correct design must do inside that band follows from the design alone
 - a killed holder's lock comes free when its lease ends: the next grant of its key is not
   before the validity the dead holder was told, and not much after it;
 - an acquire that crawls over a link slower than its validity budget fails: no acquire
-  invoked inside a band completes ok inside it, and some fail.
+  invoked inside a band completes ok inside it, and some fail;
+- a release cut as it leaves, for longer than the TTL, leaves the key to its TTL: the next
+  grant of the key is not before the validity its holder was told, and not much after it;
+- a waiter killed between its acquire request and the reply leaves at most a queue entry
+  that goes with its session: the lock is granted again within the session timeout (plus
+  FREED_WITHIN_NS) of the kill.
 """
 
 from __future__ import annotations
@@ -54,7 +59,18 @@ def freed_at_expiry(s: dict, h: Sequence[Op]) -> bool:
     """At least one holder was killed; after each kill, the next grant of its key to another
     process came no earlier than the validity the dead holder was told, and within
     FREED_WITHIN_NS of it: the lock outlived its holder by its lease, no less, not for ever."""
-    kills = [o for o in h if o.process == NEMESIS and o.f == "kill-holder" and o.type == "ok"]
+    return _outlived_by_its_lease(s, h, "kill-holder")
+
+
+def release_cut_until_expiry(s: dict, h: Sequence[Op]) -> bool:
+    """At least one release was cut as it left; after each, the next grant of its key to
+    another process came no earlier than the validity its holder was told, and within
+    FREED_WITHIN_NS of it: the key the release never reached lived to its TTL, not for ever."""
+    return _outlived_by_its_lease(s, h, "cut-in-flight")
+
+
+def _outlived_by_its_lease(s: dict, h: Sequence[Op], fault: str) -> bool:
+    kills = [o for o in h if o.process == NEMESIS and o.f == fault and o.type == "ok"]
     if not kills or (s.get("violations") or 0) != 0:
         return False
     ordered = sorted(h, key=lambda o: (o.time_ns, o.index))
@@ -91,3 +107,18 @@ def slow_acquires_fail(s: dict, h: Sequence[Op]) -> bool:
         ok += o.type == "ok" and any(a <= t0 and o.time_ns <= b for a, b, _ in found)
         failed += o.type == "fail"  # certainly not granted, whenever it gave up
     return ok == 0 and failed >= 1
+
+
+def queue_moves_past_dead_waiter(session_ms: float):
+    """At least one waiter was killed mid-acquire; after each kill, another process was granted
+    the lock within session_ms + FREED_WITHIN_NS (its queue entry went with its session); no
+    two holders."""
+    def holds(s: dict, h: Sequence[Op]) -> bool:
+        kills = [o for o in h if o.process == NEMESIS and o.f == "kill-holder" and o.type == "ok"]
+        if not kills or (s.get("violations") or 0) != 0:
+            return False
+        grants = sorted(o.time_ns for o in h if o.f == "acquire" and o.type == "ok" and isinstance(o.process, int))
+        bound = int(session_ms * 1e6) + FREED_WITHIN_NS
+        return all(any(k.time_ns < g <= k.time_ns + bound for g in grants) for k in kills)
+    holds.__name__ = "queue_moves_past_dead_waiter"
+    return holds

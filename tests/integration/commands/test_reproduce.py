@@ -47,11 +47,12 @@ def test_explore_finds_a_long_pause_breaks_redis(tmp_path):
     assert re.search(r"boundary: mutual exclusion breaks from about 3\.000 x TTL|breaks already at 0\.25", r.stdout)
 
 
-AIMED = ("zk-waiter-session-expiry", "redis-holder-killed", "redlock-slow-acquire", "etcd-waiter-cut-off")
+AIMED = ("zk-waiter-session-expiry", "redis-holder-killed", "redlock-slow-acquire", "etcd-waiter-cut-off",
+         "redis-release-cut", "zk-waiter-killed")
 
 
 def test_the_aimed_faults_known_results_are_safe_as_their_designs_say(tmp_path):
-    r = chaos("reproduce", *AIMED, "--seeds", "1", "--time-limit", "20", "--store", str(tmp_path), "--json")
+    r = chaos("reproduce", *AIMED, "--seeds", "1", "--time-limit", "14", "--store", str(tmp_path), "--json")
     rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert [row["scenario"] for row in rows] == list(AIMED) and all(row["matched"] for row in rows), rows

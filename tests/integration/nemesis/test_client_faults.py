@@ -308,6 +308,25 @@ def test_kill_holder_on_a_reference_client(tmp_path, which):
                                    f"{summary['run_dir']}")
 
 
+@pytest.mark.campaign  # the suite cuts releases on redis, ZooKeeper and etcd's in-process clients
+@pytest.mark.parametrize("which", ["go", "java"])
+def test_cut_in_flight_and_a_kill_mid_acquire_on_a_reference_client(tmp_path, which):
+    """A reference client's release cut as it leaves, and a waiter killed between its acquire
+    request and the reply (with its client process): each lands, and the run stays valid."""
+    summary, history = run_json(tmp_path / "cut", *_reference(which), "--nemesis", "cut-in-flight", "-o", "cut_ms=1500",
+                                "--time-limit", "16", "--nemesis-interval", "2", "--seed", "3")
+    cuts = _paired(history, "cut-in-flight", "heal-in-flight")
+    assert summary["valid"] is True, summary
+    killed, history = run_json(tmp_path / "kill", *_reference(which), "--nemesis", "kill-holder", "-o", "during=acquire",
+                               "--time-limit", "16", "--nemesis-interval", "2", "--seed", "3")
+    kills = _paired(history, "kill-holder", "respawn-holder")
+    assert all(k["value"]["gone"] and len(k["value"]["group"]) >= 2 for k, _ in kills), kills
+    assert killed["valid"] is True, killed
+    figure(f"cut-in-flight and kill mid-acquire {which}", f"{len(cuts)} releases cut, {len(kills)} waiters killed "
+                                                           f"with their client process; both valid; "
+                                                           f"{summary['run_dir']} {killed['run_dir']}")
+
+
 @pytest.mark.campaign  # Curator's waiter path is in the suite: test_client_java's session-expiry steps
 def test_partition_waiter_on_curator_keeps_the_lock(tmp_path):
     """Curator's InterProcessMutex: a waiter cut from every ZooKeeper server past its session,

@@ -2,7 +2,8 @@
 (harness/commands/reproduce_aimed.py), on hand-made histories (no servers)."""
 
 from harness.commands.reproduce import SCENARIOS
-from harness.commands.reproduce_aimed import bands, freed_at_expiry, slow_acquires_fail, waiter_kept_out
+from harness.commands.reproduce_aimed import (bands, freed_at_expiry, queue_moves_past_dead_waiter, release_cut_until_expiry,
+                                             slow_acquires_fail, waiter_kept_out)
 from harness.core.history import NEMESIS
 from tests.unit.commands.test_reproduce import MS, fails, hold, op
 
@@ -81,6 +82,44 @@ def test_an_acquire_granted_over_the_slow_link_or_none_tried_is_a_miss():
 
 def test_each_new_known_result_is_one_safe_variant_of_its_fault():
     for name, fault_ in (("zk-waiter-session-expiry", "pause-waiter"), ("redis-holder-killed", "kill-holder"),
-                         ("redlock-slow-acquire", "slow-link"), ("etcd-waiter-cut-off", "partition-waiter")):
+                         ("redlock-slow-acquire", "slow-link"), ("etcd-waiter-cut-off", "partition-waiter"),
+                         ("redis-release-cut", "cut-in-flight"), ("zk-waiter-killed", "kill-holder")):
         sc = SCENARIOS[name]
         assert sc.spec["nemesis"] == (fault_,) and [e.verdict for _, e in sc.variants.values()] == ["safe"]
+
+
+# --- a release cut as it left -------------------------------------------------------------
+def release_cut(told_ms: float) -> list:
+    return [op(9, 0, "invoke", "acquire"), op(10, 0, "ok", "acquire", key="k", valid_until_ns=int(told_ms * MS)),
+            op(40, 0, "invoke", "release", key="k"), op(50, NEMESIS, "invoke", "cut-in-flight"),
+            op(60, NEMESIS, "ok", "cut-in-flight", value={"process": 0, "worker": 0, "during": "release"}),
+            op(500, 0, "info", "release", key="k")]
+
+
+def test_a_key_whose_release_was_cut_lives_to_its_ttl_then_comes_free():
+    assert release_cut_until_expiry(SAFE, release_cut(2000) + grant(1, 2100)) is True
+
+
+def test_a_key_freed_before_its_validity_or_never_is_a_miss():
+    assert release_cut_until_expiry(SAFE, release_cut(2000) + grant(1, 600)) is False  # the cut release freed it
+    assert release_cut_until_expiry(SAFE, release_cut(2000)) is False
+    assert release_cut_until_expiry(SAFE, grant(1, 2100)) is False  # nothing cut
+
+
+# --- a waiter killed mid-acquire ----------------------------------------------------------
+def waiter_killed(at: float) -> list:
+    return [op(at - 20, 2, "invoke", "acquire"), op(at - 10, NEMESIS, "invoke", "kill-holder"),
+            op(at, NEMESIS, "ok", "kill-holder", value={"process": 2, "worker": 2, "during": "acquire"})]
+
+
+def test_the_queue_moves_past_a_dead_waiter_within_its_session():
+    moves = queue_moves_past_dead_waiter(2000)
+    assert moves(SAFE, hold(1, 50, 900) + waiter_killed(100) + grant(3, 2000)) is True
+
+
+def test_a_queue_stuck_behind_a_dead_waiter_or_no_kill_is_a_miss():
+    moves = queue_moves_past_dead_waiter(2000)
+    assert moves(SAFE, hold(1, 50, 900) + waiter_killed(100) + grant(3, 4000)) is False  # 3.9 s > 2 s + 1.5 s
+    assert moves(SAFE, hold(1, 50, 900) + waiter_killed(100)) is False
+    assert moves(SAFE, grant(3, 2000)) is False
+    assert moves({"violations": 1}, hold(1, 50, 900) + waiter_killed(100) + grant(3, 2000)) is False
