@@ -80,6 +80,14 @@ def findings(summary: dict) -> frozenset[str]:
     return frozenset(out)
 
 
+def reproduces(target: frozenset[str], got: frozenset[str]) -> bool:
+    """Whether a replay that found `got` shows the original's finding `target`: one of its
+    violations' causes when it had violations (a lost update alone is not the same bug),
+    else one of its other findings."""
+    violations = {f for f in target if f.startswith("violation")}
+    return bool((violations or target) & got)
+
+
 def read_summary(run_dir: str | Path) -> dict:
     """The stored run's summary (results.json), or one sentence why there is none."""
     p = Path(run_dir) / "results.json"
@@ -120,7 +128,7 @@ def shrink(run_dir, trials, rate, budget, store):
     started = time.monotonic()
     print(f"chaos shrink {run_dir}: {words(schedule.faults)}; looking for {', '.join(sorted(target))}, "
           f"{trials} trial(s) each, kept at {rate:g}, budget {budget:g} min", flush=True)
-    replays: dict[int, list[str]] = {}  # candidate number -> its replays' run dirs
+    replays: dict[str, list[str]] = {}  # candidate (its key) -> its replays' run dirs
 
     def oracle(c: Candidate) -> bool:
         from harness.engine.runner import run as run_spec
@@ -129,9 +137,8 @@ def shrink(run_dir, trials, rate, budget, store):
         outcome = run_spec(s, progress=False, replay=sched)
         if outcome.interrupted:
             raise KeyboardInterrupt
-        replays.setdefault(len(search.tried), []).append(str(outcome.run_dir))
-        got = findings(outcome.summary)
-        return bool(got & target)
+        replays.setdefault(c.key(), []).append(str(outcome.run_dir))
+        return reproduces(target, findings(outcome.summary))
 
     def said(t, s: Search) -> None:
         hits = sum(t.outcomes)
@@ -145,6 +152,7 @@ def shrink(run_dir, trials, rate, budget, store):
     interrupted = False
     try:
         search.run(start)  # each replay ends on the first Ctrl-C, healed and stopped (runner.run)
+        search.confirm()  # the best's full `trials`, for its rate
     except KeyboardInterrupt:
         interrupted = True
     best = search.best or start
@@ -167,14 +175,11 @@ def _write(run_dir, store, target, search, best, replays, trials, rate, interrup
     of the best candidate's last replay; the original itself when nothing smaller was kept)."""
     from results import store as results_store
 
-    final = str(run_dir)
-    for n, t in enumerate(search.tried, 1):
-        if t.kept and t.candidate.key() == best.key() and replays.get(n):
-            final = replays[n][-1]
+    final = replays[best.key()][-1] if replays.get(best.key()) else str(run_dir)
     doc = {"of": str(run_dir), "findings": sorted(target), "trials": trials, "rate": rate,
            "interrupted": interrupted, "budget_spent": search.stopped, "replays": search.trials_run,
            "best": best.to_dict(), "best_outcomes": search.best_outcomes, "best_run": final,
-           "candidates": [{**t.to_dict(), "runs": replays.get(n, [])} for n, t in enumerate(search.tried, 1)]}
+           "candidates": [{**t.to_dict(), "runs": replays.get(t.candidate.key(), [])} for t in search.tried]}
     results_store.write_json(Path(run_dir) / SHRINK_FILE, doc)
     if final != str(run_dir):
         results_store.write_json(Path(final) / "shrunk-from.json", {"of": str(run_dir), "shrink": str(Path(run_dir) / SHRINK_FILE)})

@@ -129,6 +129,16 @@ class Search:
             pass
         return self.best
 
+    def confirm(self) -> list[bool]:
+        """Try the best candidate until it has `trials` outcomes (its own trials stopped once
+        its keeping was decided), so its rate is "k of trials"; the budget still applies."""
+        if self.best is None or not self.best_outcomes:
+            return self.best_outcomes
+        while len(self.best_outcomes) < self.trials and not self.stop():
+            self.trials_run += 1
+            self.best_outcomes.append(bool(self.oracle(self.best)))
+        return self.best_outcomes
+
     def _drop(self, c: Candidate) -> Candidate:
         items = list(c.faults)
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from harness.commands.shrink import findings, replay_spec
+from harness.commands.shrink import findings, replay_spec, reproduces
 from harness.core.errors import BadArgument
 from tests.conftest import chaos
 
@@ -37,6 +37,14 @@ def test_findings_name_the_causes_and_the_writes():
         {"violation:overran-paused"}
     assert findings({"valid": False, "violations": 0, "stale_writes_accepted": 1}) == {"stale-write"}
     assert findings({"valid": False}) == {"invalid"}
+
+
+def test_the_same_finding_is_a_cause_of_the_violations_when_there_were_violations():
+    target = frozenset({"violation:early-server-clock", "stale-write", "lost-update"})
+    assert reproduces(target, frozenset({"violation:early-server-clock"}))
+    assert not reproduces(target, frozenset({"lost-update", "stale-write"}))
+    assert not reproduces(target, frozenset({"violation:overran-paused"}))
+    assert reproduces(frozenset({"stale-write"}), frozenset({"stale-write", "lost-update"}))
 
 
 def test_replay_spec_keeps_the_options_and_seed_and_names_the_run(tmp_path):

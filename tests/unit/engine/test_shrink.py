@@ -117,3 +117,10 @@ def test_progress_is_reported_after_each_candidate():
     Search(culprits("f0"), on_tried=lambda t, s: seen.append((t.step, t.kept, len(s.best.faults)))).run(start(2))
     assert seen[0] == ("drop", True, 1)
     assert [step for step, _, _ in seen] == ["drop", "shorten", "shorten", "time-limit"]
+
+
+def test_confirm_gives_the_best_its_full_trials():
+    s = Search(culprits("f1"), trials=3)
+    s.run(start(2))
+    assert s.best_outcomes == [True, True]
+    assert s.confirm() == [True, True, True] and s.trials_run == 1 + sum(len(t.outcomes) for t in s.tried)

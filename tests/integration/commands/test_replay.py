@@ -1,0 +1,59 @@
+"""`chaos run --replay` end to end on real redis servers: one short replay of a recorded
+pause-holder schedule (a reactive fault: replayed at the first holder's read at or after its
+recorded offset, for its recorded duration, not pause_multiple x TTL)."""
+
+import json
+
+import pytest
+
+from tests.conftest import chaos
+
+pytestmark = pytest.mark.integration
+
+S = 1_000_000_000
+
+
+def test_a_recorded_pause_holder_replays_at_its_offset_for_its_duration(tmp_path):
+    orig = tmp_path / "orig"
+    orig.mkdir()
+    (orig / "spec.json").write_text(json.dumps({"backend": "redis", "nemesis": ["pause-holder"], "time_limit": 8,
+                                                "recovery": 2, "concurrency": 3, "seed": 1,
+                                                "store": str(tmp_path / "store")}))
+    ops = [{"time_ns": 0, "process": 0, "type": "invoke", "f": "acquire", "key": "chaos-lock"},
+           {"time_ns": S // 10, "process": 0, "type": "ok", "f": "acquire", "key": "chaos-lock"}]
+    for t, f, v in ((3 * S, "pause-holder", {"worker": 0, "process": 0}), (4 * S, "resume-holder", None)):
+        ops += [{"time_ns": t, "process": "nemesis", "type": "invoke", "f": f, "value": v},
+                {"time_ns": t + 1000, "process": "nemesis", "type": "ok", "f": f, "value": v}]
+    (orig / "history.jsonl").write_text("".join(json.dumps(o) + "\n" for o in ops))
+
+    r = chaos("run", "--replay", str(orig), "--json", timeout=120)
+    assert r.returncode in (0, 1), r.stdout[-2000:] + r.stderr[-2000:]
+    assert f"replaying {orig}: 1 recorded fault(s)" in r.stderr
+    run_dir = json.loads(r.stdout.strip().splitlines()[-1])["run_dir"]
+    spec = json.loads(open(f"{run_dir}/spec.json").read())
+    assert spec["facts"]["replay"]["of"] == str(orig) and spec["seed"] == 1 and spec["time_limit"] == 8
+    hist = [json.loads(line) for line in open(f"{run_dir}/history.jsonl")]
+    t0 = min(o["time_ns"] for o in hist)
+    nem = [(o["f"], o["type"], (o["time_ns"] - t0) / S) for o in hist if o["process"] == "nemesis"]
+    pauses = [t for f, ty, t in nem if f == "pause-holder" and ty == "invoke"]
+    ok = [t for f, ty, t in nem if f == "pause-holder" and ty == "ok"]
+    assert len(ok) == 1 and pauses[0] >= 2.95, nem  # not before its recorded offset (t0 is the first op, +-ms)
+    resumes = [t for f, ty, t in nem if f == "resume-holder" and ty == "invoke"]
+    assert 0.9 <= resumes[0] - pauses[-1] <= 1.3, nem  # its recorded 1 s, not 2 x TTL (4 s)
+
+
+@pytest.mark.campaign
+def test_a_redis_pause_holder_run_shrinks_to_its_pause_and_the_result_replays(tmp_path):
+    """A few minutes: the run, its shrink (2 trials a candidate), the shrunk schedule's replay."""
+    r = chaos("run", "-b", "redis", "-n", "pause-holder", "--time-limit", "12", "--seed", "3",
+              "--store", str(tmp_path), "--json", timeout=180)
+    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+    orig = json.loads(r.stdout.strip().splitlines()[-1])["run_dir"]
+    r = chaos("shrink", orig, "--trials", "2", "--rate", "1", "--budget", "8", timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    last = r.stdout.strip().splitlines()[-1]
+    assert last.startswith("smallest: 1 fault: pause-holder") and "chaos run --replay " in last, last
+    doc = json.loads(open(f"{orig}/shrink.json").read())
+    assert doc["candidates"] and len(doc["best"]["faults"]) == 1 and all(doc["best_outcomes"])
+    again = chaos("run", "--replay", last.split("chaos run --replay ")[1], timeout=180)
+    assert again.returncode == 1 and "holder overran its lease (paused" in again.stdout, again.stdout[-2000:]
