@@ -79,12 +79,12 @@ def test_expectations_fall_back_from_cell_to_backend_to_default(tmp_path):
     ('[redlok.none]\nnofence = "safe"\n', r"e.toml:1 \[redlok\]: unknown backend 'redlok'; choose one of: "),
     ('[redis]\n\n[redis.pause-holdr]\nfenced = "safe"\n', r"e.toml:3 \[redis.pause-holdr\]: unknown nemesis 'pause-holdr'"),
     ('[redis.none]\nfenced = "save"\n', r"e.toml:2 \[redis.none\] fenced: 'save' is not a verdict; use one of: safe, unsafe"),
-    ('[redis.none]\nfencing = "safe"\n', r"e.toml:2 \[redis.none\] fencing: unknown key 'fencing'; use expect, nofence, fenced or unexplained"),
+    ('[redis.none]\nfencing = "safe"\n', r"e.toml:2 \[redis.none\] fencing: unknown key 'fencing'; use expect, nofence, fenced, unexplained, stuck, starved"),
     ('[default]\nexpect = "safe"\n[redis.none.x]\nexpect = "safe"\n', r"tables nest only as \[backend.nemesis\]"),
     ('[redis.none\nfenced = "safe"\n', r"is not valid TOML \(.*line 1"),
     ('expect = "safe"\n', r"e.toml:1 expect: top-level keys must be tables"),
     ('[default]\nunexplained = "none"\n', r"e.toml:2 \[default\] unexplained: unexplained is how many UNEXPLAINED"),
-    ('[redis]\nunexplained = -1\n', r"unexplained is how many UNEXPLAINED violations a run may have"),
+    ('[redis]\nunexplained = -1\n', r"unexplained is how many UNEXPLAINED violations \(harness/checker/causes.py\) a run may have"),
 ])
 def test_malformed_expectations_name_the_line(tmp_path, text, message):
     p = tmp_path / "e.toml"
