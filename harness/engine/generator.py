@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Protocol, Sequence, runtime_checkable
 
 from harness.core.contracts.nemesis import Fault, Nemesis, Planned, Reactive
+from harness.core.history import NEMESIS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,7 +136,7 @@ class FaultSchedule:
     def _replaying(self, ctx: Context, event: Any, planned: list[Planned]) -> list[Planned]:
         """Replay: a started fault takes its recorded one off `due`; one that missed (`fail`)
         puts it back; its heal is moved to the recorded duration after its start."""
-        if getattr(event, "process", None) == "nemesis" and getattr(event, "type", None) == "fail":
+        if getattr(event, "process", None) == NEMESIS and getattr(event, "type", None) == "fail":
             for heal, (r, _) in list(self.started.items()):
                 if r.f == event.f:
                     del self.started[heal]

@@ -112,3 +112,35 @@ def test_repeat_counts_the_invalid_runs_and_keeps_going(monkeypatch, capsys):
     code, summaries = cmd.repeat(object(), 3, None, out)
     assert code == 1 and len(summaries) == 3
     assert out.getvalue().splitlines()[-1] == "invalid in 2 of 3"
+
+
+def test_shrink_searches_with_replays_and_ctrl_c_keeps_the_best_so_far(tmp_path, monkeypatch, capsys):
+    """Replays simulated: a candidate reproduces while it keeps the first pause; the third
+    replay is interrupted (Ctrl-C): shrink.json is written, the last line names the best so far, 130."""
+    from harness.commands import shrink as cmd
+    from harness.engine import runner
+
+    hist = HISTORY + [dict(o, time_ns=o["time_ns"] + 6 * 10**9) for o in HISTORY[2:]]
+    d = run_dir(tmp_path, history=hist, summary={"valid": False, "violations": 1,
+                                                 "violations_by_cause": {"overran-paused": 1}})
+    calls = []
+
+    class Outcome:
+        def __init__(self, n, replay):
+            first = any(r.at == 2.0 for r in replay.faults)
+            self.summary = {"valid": not first, "violations": int(first),
+                            "violations_by_cause": {"overran-paused": 1} if first else {}}
+            self.run_dir, self.interrupted, self.signal = tmp_path / f"replay{n}", n == 3, None
+            self.run_dir.mkdir()
+
+    def fake_run(spec, progress, replay):
+        calls.append(replay)
+        return Outcome(len(calls), replay)
+    monkeypatch.setattr(runner, "run", fake_run)
+    rv = cmd.shrink.main([str(d), "--trials", "2", "--rate", "1"], standalone_mode=False)
+    assert rv == 130 and len(calls) == 3
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-1].startswith("smallest: 1 fault: pause-holder at 2 s for 4 s") and "INTERRUPTED" in out[-1]
+    assert out[-1].endswith(f"chaos run --replay {tmp_path / 'replay2'}")
+    doc = json.loads((d / "shrink.json").read_text())
+    assert doc["interrupted"] and doc["best"]["faults"][0]["at"] == 2.0 and doc["candidates"][0]["kept"]
