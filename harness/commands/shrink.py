@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -128,6 +129,7 @@ def shrink(run_dir, trials, rate, budget, store):
     started = time.monotonic()
     print(f"chaos shrink {run_dir}: {words(schedule.faults)}; looking for {', '.join(sorted(target))}, "
           f"{trials} trial(s) each, kept at {rate:g}, budget {budget:g} min", flush=True)
+    ended_by: list = []  # the signal that ended a replay (SIGINT, SIGTERM)
     replays: dict[str, list[str]] = {}  # candidate (its key) -> its replays' run dirs
 
     def oracle(c: Candidate) -> bool:
@@ -136,6 +138,7 @@ def shrink(run_dir, trials, rate, budget, store):
         s, sched = replay_spec(run_dir, store, c.faults, c.time_limit)
         outcome = run_spec(s, progress=False, replay=sched)
         if outcome.interrupted:
+            ended_by.append(outcome.signal)
             raise KeyboardInterrupt
         replays.setdefault(c.key(), []).append(str(outcome.run_dir))
         return reproduces(target, findings(outcome.summary))
@@ -166,7 +169,7 @@ def shrink(run_dir, trials, rate, budget, store):
           f"{len(search.tried)} candidates, {search.trials_run} replays, {(time.monotonic() - started) / 60:.1f} min"
           f"{ended}; replay it: chaos run --replay {final}")
     if interrupted:
-        return interrupts.exit_code()
+        return interrupts.exit_code(next(iter(ended_by), None) or signal.SIGINT)
     return 0
 
 
