@@ -316,8 +316,8 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random, end: float |
                 hold = max(0.0, (lease.valid_until_ns - time.monotonic_ns()) / 1e9 - margin_s)
             else:
                 hold = rng.uniform(0, max(0.0, min(spec.hold_max, _remaining(lease, spec))))
-            if end is not None:  # no hold runs past the workload's end: the runner waits for it
-                hold = min(hold, max(0.0, end - time.monotonic()))
+                if end is not None:  # no random hold runs past the workload's end: the runner waits for it
+                    hold = min(hold, max(0.0, end - time.monotonic()))
             if hold > 0:
                 rec.flush()
                 time.sleep(hold)
