@@ -135,9 +135,12 @@ def test_partition_waiter_cuts_a_waiters_namespace_mid_acquire(tmp_path, backend
 CLIENT = ("--client", f"{sys.executable} {ROOT / 'clients/example-redis/client.py'}", "--servers", "valkey:1")
 
 
-@pytest.mark.parametrize("name, args", [("redis", ("--backend", "redis")), ("redlock", ("--backend", "redlock")),
+# Redlock's kill is redis's with five nodes, and a kill after the first renew is the after_renews=2
+# path with k=1: both are campaign tests (the nightly runs them), the suite keeps the other four.
+@pytest.mark.parametrize("name, args", [("redis", ("--backend", "redis")),
+                                        pytest.param("redlock", ("--backend", "redlock"), marks=pytest.mark.campaign),
                                         ("etcd", ("--backend", "etcd")),
-                                        ("etcd-renew", ("--backend", "etcd", "--renew")),
+                                        pytest.param("etcd-renew", ("--backend", "etcd", "--renew"), marks=pytest.mark.campaign),
                                         ("etcd-after-2-renews", ("--backend", "etcd", "--renew", "-o", "after_renews=2")),
                                         ("external-redis", CLIENT)])
 def test_kill_holder_kills_the_holders_group_and_a_new_process_takes_its_place(tmp_path, name, args):
@@ -338,6 +341,7 @@ def test_partition_waiter_on_curator_keeps_the_lock(tmp_path):
     figure("partition-waiter java", f"valid; {summary['run_dir']}")
 
 
+@pytest.mark.campaign  # the finding's suite test is test_client_go's pause-waiter one (the same Lock, 15 s)
 def test_partition_waiter_on_etcd_mutex_grants_only_cut_waiters_after_their_heal(tmp_path):
     """etcd 3.4's concurrency.Mutex as shipped, a waiter cut off past its session's lease (4 s
     against 2 s) inside Lock (acquire timeout 12 s): as under pause-waiter, Lock may tell it on
