@@ -179,7 +179,7 @@ class ClockSkew:
         self._thread.start()
 
     def _stop_thread(self) -> None:
-        if self._thread is not None:
+        if getattr(self, "_thread", None) is not None:  # None too when torn down before setup (a Ctrl-C)
             self._stop.set()
             self._thread.join(5)
             self._thread = None

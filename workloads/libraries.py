@@ -153,6 +153,9 @@ class PotteryClient:
             m.close()
 
 
+BLOCK_MARGIN_S = 1.0  # beyond a blocking command's own wait, before its socket times out
+
+
 class PythonRedisLockClient:
     name = "python-redis-lock"
     has_fencing = False
@@ -177,9 +180,12 @@ class PythonRedisLockClient:
         self._conn(1)
 
     def _conn(self, wait_s: int) -> _SetTimed:
+        """The connection whose BLPOP waits wait_s: its socket timeout is that wait plus
+        node_timeout plus BLOCK_MARGIN_S, since the server ends a blocked wait on its own timer,
+        late by up to its event loop's tick on a loaded host (100 ms alone failed a suite run)."""
         c = self.conns.get(wait_s)
         if c is None:
-            c = self.conns[wait_s] = connect(self.node, wait_s + self.node_timeout)
+            c = self.conns[wait_s] = connect(self.node, wait_s + self.node_timeout + BLOCK_MARGIN_S)
         return c
 
     def acquire(self, key: str, ttl_ms: int, timeout_s: float) -> Lease:

@@ -398,7 +398,19 @@ def main(argv: list[str] | None = None) -> None:
             f.write(traceback.format_exc())
         print(f"chaos: crashed with {type(e).__name__}: {e} (traceback in {crash}); please report it", file=sys.stderr)
         sys.exit(EXIT_CRASH)
-    sys.exit(rv if isinstance(rv, int) else 0)
+    code = rv if isinstance(rv, int) else 0
+    if code in (130, 143) or interrupts_pressed():
+        # A second or third press must not end the exit itself: Python's default handler would
+        # raise in the interpreter's teardown (multiprocessing's atexit) and die of SIGINT (-2).
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, signal.SIG_IGN)
+    sys.exit(code)
+
+
+def interrupts_pressed() -> bool:
+    from harness.core import interrupts
+
+    return interrupts.presses() > 0
 
 
 if __name__ == "__main__":
