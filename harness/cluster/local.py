@@ -255,6 +255,10 @@ class LocalCluster(ServerCluster):
             except Exception:
                 pass
         self._remove_state_dir()
+        for stray in self.strays:  # a server a Ctrl-C caught between its start and its record
+            pid = stray.split(" ", 1)[0]
+            if pid.isdigit():
+                remove_faketime_files(int(pid))
 
     def _stop_all(self, sig_timeout: float = 5.0) -> None:
         """Stop every live server: SIGTERM (resumed first, a paused one cannot exit), then
