@@ -281,17 +281,24 @@ class LocalCluster(ServerCluster):
                     break
         deadline = time.monotonic() + sig_timeout
         for st in live:
-            p = st.extra["popen"]
             try:
-                p.wait(max(0.0, deadline - time.monotonic()))
+                st.extra["popen"].wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                p.wait(5)
+                self._sigkill(st)
+                continue
             st.alive = st.paused = False
             self._forget_pid(st)
+
+    def _sigkill(self, st: ProcState) -> None:
+        """SIGKILL the server's group, reap it, forget its pid."""
+        p = st.extra["popen"]
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait(5)
+        st.alive = st.paused = False
+        self._forget_pid(st)
 
     def _forget_pid(self, st: ProcState) -> None:
         if st.extra.get("faketime"):
@@ -313,15 +320,7 @@ class LocalCluster(ServerCluster):
         st.paused = False
 
     def kill(self, name: str) -> None:
-        st = self._state[self.node(name).name]
-        p = st.extra["popen"]
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait(5)
-        st.alive = st.paused = False
-        self._forget_pid(st)
+        self._sigkill(self._state[self.node(name).name])
 
     def restart(self, name: str, *, wipe: bool = False) -> None:
         """Start a killed node again with its data dir (or an empty one with wipe=True)."""
