@@ -6,6 +6,13 @@ each, `expect`, `nofence` or `fenced` name a verdict: safe, unsafe, either or un
 of the cell may show (LIMITS). A lookup falls back from [backend.nemesis] to [backend]
 to [default], and a cell nothing names is expected "either". An unknown backend, nemesis,
 key or verdict is refused with its file and line.
+
+Instead of one verdict, a [backend] or [backend.nemesis] table may state a reproduce rate:
+`min_invalid_rate` and/or `max_invalid_rate` (0..1; absent: 0 and 1), the share of the
+cell's runs (one per seed) that may be invalid. A fault that exposes a flaw in 1 run of 3
+is then judged on that share, not on whether the nightly's seeds happened to hit it.
+Inside a table `nofence`/`fenced` win over a rate, and a rate wins over `expect`; so
+`fenced = "safe"` beside a rate keeps the fenced cell judged run by run.
 """
 
 from __future__ import annotations
@@ -24,6 +31,18 @@ LIMITS = {"unexplained": "UNEXPLAINED violations (harness/checker/causes.py)",
           "stuck": "stuck findings (a free lock nobody could get: harness/checker/liveness.py)",
           "starved": "starved waiters (harness/checker/liveness.py)"}
 FENCING_KEYS = {True: "fenced", False: "nofence"}
+RATES = ("min_invalid_rate", "max_invalid_rate")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rate:
+    """The share of a cell's runs that may be invalid: min <= invalid runs / runs <= max."""
+
+    min: float = 0.0
+    max: float = 1.0
+
+    def __str__(self) -> str:
+        return f"invalid {self.min:g}-{self.max:g}"
 
 
 def _line_of(text: str, table: tuple[str, ...], key: str | None = None) -> int | None:
@@ -86,11 +105,25 @@ class Expectations:
                     if not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
                         raise BadArgument(f"{where(table, k)}: {k} is how many {LIMITS[k]} a run may "
                                           f"have, a whole number such as 0, not {v!r}")
+                elif k in RATES:
+                    if not (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1):
+                        raise BadArgument(f"{where(table, k)}: {k} is a share of the cell's runs, a number "
+                                          f"from 0 to 1 such as 0.3, not {v!r}")
+                    if table == ("default",):
+                        raise BadArgument(f"{where(table, k)}: a reproduce rate is stated for one design, in a "
+                                          f"[backend] or [backend.nemesis] table, not in [default]")
                 elif k not in ("expect", "nofence", "fenced"):
                     raise BadArgument(f"{where(table, k)}: unknown key {k!r}; use expect, nofence, fenced, "
-                                      f"{', '.join(LIMITS)}")
+                                      f"{', '.join(LIMITS)}, {', '.join(RATES)}")
                 elif v not in VERDICTS:
                     raise BadArgument(f"{where(table, k)}: {v!r} is not a verdict; use one of: {', '.join(VERDICTS)}")
+            if t.get(RATES[0], 0) > t.get(RATES[1], 1):
+                raise BadArgument(f"{where(table, RATES[0])}: {RATES[0]} {t[RATES[0]]!r} is above "
+                                  f"{RATES[1]} {t.get(RATES[1], 1)!r}; no share of runs can meet both")
+            if any(k in t for k in RATES) and all(k in t for k in FENCING_KEYS.values()):
+                raise BadArgument(f"{where(table, next(k for k in RATES if k in t))}: this table names both "
+                                  f"nofence and fenced verdicts, which win over a rate, so the rate judges no "
+                                  f"cell; remove one of them or the rate")
 
         for name, t in doc.items():
             if not isinstance(t, dict):
@@ -101,12 +134,24 @@ class Expectations:
         return cls(path=str(p), tables=doc)
 
     def expect(self, backend: str, nemesis: str, fencing: bool) -> str:
+        """The cell's expected verdict, or its Rate as words ("invalid 0.3-1") when a rate judges it."""
+        return str(self._lookup(backend, nemesis, fencing))
+
+    def rate(self, backend: str, nemesis: str, fencing: bool) -> Rate | None:
+        """The cell's reproduce rate, or None when it is judged run by run on a verdict."""
+        found = self._lookup(backend, nemesis, fencing)
+        return found if isinstance(found, Rate) else None
+
+    def _lookup(self, backend: str, nemesis: str, fencing: bool) -> str | Rate:
         fk = FENCING_KEYS[fencing]
         b = self.tables.get(backend, {})
         for t in (b.get(nemesis, {}), b, self.tables.get("default", {})):
-            for k in (fk, "expect"):
-                if isinstance(t.get(k), str):
-                    return t[k]
+            if isinstance(t.get(fk), str):
+                return t[fk]
+            if any(k in t for k in RATES):
+                return Rate(min=t.get(RATES[0], 0.0), max=t.get(RATES[1], 1.0))
+            if isinstance(t.get("expect"), str):
+                return t["expect"]
         return "either"
 
     def unexplained(self, backend: str, nemesis: str) -> int | None:

@@ -38,8 +38,9 @@ def write_html(path: Path, cells: list[dict], skipped: list[dict], *, title: str
                 cls = "cell" + ("" if c["matched"] else " mismatch")
                 seeds = "<br>".join(_seed_html(r, path.parent) for r in c["runs"])
                 mark = "matches" if c["matched"] else "MISMATCH"
-                out.append(f"<td class='{cls}' {attrs} style='background:{COLOURS[c['observed']]}'><b>{e(c['observed'])}</b> "
-                           f"<span class='exp'>expected {e(c['expected'])}: {mark}</span><br>{seeds}</td>")
+                share = f" <span class='rate'>invalid in {e(c['invalid_rate'])}</span>" if c.get("invalid_rate") else ""
+                out.append(f"<td class='{cls}' {attrs} style='background:{COLOURS[c['observed']]}'><b>{e(c['observed'])}</b>"
+                           f"{share} <span class='exp'>expected {e(c['expected'])}: {mark}</span><br>{seeds}</td>")
             elif (s := skip.get((backend, fenced, n))) is not None:
                 out.append(f"<td class='cell skipped' {attrs} style='background:{COLOURS['skipped']}'>skipped: {e(s['reason'])}</td>")
             else:

@@ -14,6 +14,11 @@ A cell matches its expectation when:
   either       observed safe, unsafe or unknown (not a crash, not a refusal)
   unsupported  observed unsupported in every run (the harness refuses this cell on purpose
                here; if it starts running, the cell is flagged so its verdict gets looked at)
+A cell with a reproduce rate (expectations.py: min_invalid_rate, max_invalid_rate) is judged
+on the share of its runs that were invalid, not run by run: it matches when that share is
+within the rate whichever way its unknown runs went (k invalid and u unknown of n: both k/n
+and (k+u)/n within), and no run crashed, was refused or is unreadable. Its
+`invalid_rate` says "k of n"; every run's `matched` is the cell's.
 A row's `valid` is read by harness/core/contracts/checker.py parse_verdict: a word the matrix never
 writes ("False", "maybe", "") is "unknown", so it never makes a cell safe, and a cell with
 such a row matches no expectation, not even "either" (a row nobody can read proves nothing).
@@ -24,7 +29,7 @@ Pure: rows in (one per run, with its `valid` string), judged cells out; renderin
 from __future__ import annotations
 
 from harness.core.contracts.checker import recognised, verdict_csv
-from harness.commands.matrix.expectations import Expectations
+from harness.commands.matrix.expectations import Expectations, Rate
 
 
 def run_matches(valid: str, expected: str) -> bool:
@@ -53,6 +58,17 @@ def judge_cell(valids: list, expected: str) -> tuple[str, bool]:
     return observed, observed == expected and "unknown" not in vs
 
 
+def judge_rate(valids: list, rate: Rate) -> tuple[str, bool, str]:
+    """(observed verdict, matched, "k of n" invalid) of a cell judged on its reproduce rate."""
+    vs = [verdict_csv(v) for v in valids]
+    observed, _ = judge_cell(valids, "either")
+    k, u, n = vs.count("false"), vs.count("unknown"), len(vs)
+    share = f"{k} of {n}" + (f" (+{u} unknown)" if u else "")
+    if observed in ("crash", "unsupported") or not all(recognised(v) for v in valids):
+        return observed, False, share
+    return observed, rate.min <= k / n and (k + u) / n <= rate.max, share
+
+
 def rejudge(rows: list[dict], exp: Expectations) -> list[dict]:
     """Fill expected/matched/cell_* of every row from `exp`; return the cells, in row order."""
     cells: dict[tuple, dict] = {}
@@ -68,7 +84,11 @@ def rejudge(rows: list[dict], exp: Expectations) -> list[dict]:
         c["runs"].append(r)
     for c in cells.values():
         stored = [r.get("stored_valid", r["valid"]) for r in c["runs"]]
-        c["observed"], c["matched"] = judge_cell(stored, c["expected"])
+        rate = exp.rate(c["backend"], c["nemesis"], c["fencing"])
+        if rate is None:
+            c["observed"], c["matched"] = judge_cell(stored, c["expected"])
+        else:
+            c["observed"], c["matched"], c["invalid_rate"] = judge_rate(stored, rate)
         over: list[dict] = []
         for key, words in (("unexplained", "UNEXPLAINED violation(s)"), ("stuck", "stuck finding(s)"),
                            ("starved", "starved waiter(s)")):
@@ -79,9 +99,9 @@ def rejudge(rows: list[dict], exp: Expectations) -> list[dict]:
                 c[f"{key}_over"] = f"{len(past)} run(s) with more than {limit} {words}"
                 over += [r for r in past if r not in over]
         for r in c["runs"]:
-            r.update(expected=c["expected"],
-                     matched=run_matches(r.get("stored_valid", r["valid"]), c["expected"]) and r not in over,
-                     cell_observed=c["observed"], cell_matched=c["matched"])
+            alone = run_matches(r.get("stored_valid", r["valid"]), c["expected"]) if rate is None else c["matched"]
+            r.update(expected=c["expected"], matched=alone and r not in over, cell_observed=c["observed"],
+                     cell_matched=c["matched"], cell_invalid_rate=c.get("invalid_rate", ""))
     return list(cells.values())
 
 
