@@ -75,9 +75,37 @@ def runs(store_dir: Path) -> list[dict]:
             t, label = _when(run)
             out.append({"test": test.name, "run": run.name, "t": t, "when": label,
                         "summary": read_summary(run / "results.json"),
-                        "report": (run / "report.html").exists()})
+                        "report": (run / "report.html").exists(), "lineage": _lineage(run)})
     out.sort(key=lambda r: (r["t"], r["run"]), reverse=True)
     return out
+
+
+def _lineage(run: Path):
+    """The run's shrink links (results/lineage.py), read only when it has a shrink file."""
+    from results.lineage import SHRINK, SHRUNK_FROM, lineage
+
+    if (run / SHRINK).exists() or (run / SHRUNK_FROM).exists():
+        return lineage(run)
+    return None
+
+
+def _shrink_note(lin, store_dir: Path) -> str:
+    """ "shrunk from X" / "shrunk to Y" under a run's test name, linked when Y is in this store."""
+    if not lin:
+        return ""
+    root = store_dir.resolve()
+    out = []
+    for word, target in (("shrunk from", lin.shrunk_from), ("shrunk to", lin.shrunk_to)):
+        if target is None:
+            continue
+        name = f"{target.parent.name}/{target.name}"
+        if target.is_relative_to(root):
+            page = "report.html" if (target / "report.html").exists() else "results.json"
+            href = "/".join(quote(part) for part in target.relative_to(root).parts) + "/" + page
+            out.append(f"{word} <a href=\"{esc(href)}\">{esc(name)}</a>")
+        else:
+            out.append(f"{word} {esc(name)}")
+    return "".join(f"<br><span class='mute shrink'>{x}</span>" for x in out)
 
 
 def _verdict(valid) -> tuple[str, str]:
@@ -113,7 +141,8 @@ def render_index(store_dir: Path) -> str:
             word += " · INTERRUPTED"
         viol = s.get("violations")
         rows.append(
-            f"<tr class='{cls}'><td>{esc(r['when'])}</td><td>{esc(r['test'])}</td><td>{_cell(s.get('backend'))}</td>"
+            f"<tr class='{cls}'><td>{esc(r['when'])}</td><td>{esc(r['test'])}{_shrink_note(r['lineage'], store_dir)}</td>"
+            f"<td>{_cell(s.get('backend'))}</td>"
             f"<td>{_cell(s.get('nemesis'))}</td><td>{_cell(s.get('seed'))}</td>"
             f"<td><span class='badge {cls}'>{word}</span></td>"
             f"<td class='{'bad' if viol else ''}'>{_cell(viol)}</td><td>{_cell(s.get('stale_writes_accepted'))}</td>"

@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 
 from harness.core.history import Op
 from results import charts
+from results.lineage import shrink_section
 from results.liveness import liveness_section
 from harness.core.contracts.checker import verdict_word
 from results.svg import esc, show
@@ -329,6 +330,7 @@ def render(run_dir: Path, spec: Any, history: Sequence[Op], doc: dict) -> str:
     """The report's HTML as a string."""
     fr = charts.frame(history, dict(getattr(spec, "facts", None) or {}) if not isinstance(spec, dict) else spec.get("facts"))
     sections: list[tuple[str, str, Callable[[], str]]] = [
+        ("shrink", "Shrink", lambda: shrink_section(run_dir)),  # links to the run it was shrunk from / to
         ("timeline", "Who held the lock", lambda: _chart(charts.timeline(fr, doc, history),
          "One lane per client process; a bar is a window in which the process believed it held the lock "
          "(from its acquire's ok to its release). Shaded bands are faults; red marks two holders at once. "

@@ -160,7 +160,7 @@ def shrink(run_dir, trials, rate, budget, store):
         interrupted = True
     best = search.best or start
     with interrupts.shielded("writing shrink.json"):
-        final = _write(run_dir, store, target, search, best, replays, trials, rate, interrupted)
+        final = _write(run_dir, store, target, search, start, best, replays, trials, rate, interrupted)
     hits = sum(search.best_outcomes)
     rate_said = f"reproduced in {hits} of {len(search.best_outcomes)}" if search.best_outcomes else \
         "nothing smaller reproduced (the original schedule)"
@@ -173,20 +173,28 @@ def shrink(run_dir, trials, rate, budget, store):
     return 0
 
 
-def _write(run_dir, store, target, search, best, replays, trials, rate, interrupted) -> str:
+def _write(run_dir, store, target, search, start, best, replays, trials, rate, interrupted) -> str:
     """shrink.json into the original run dir; the final schedule as a replayable run (a run dir
     of the best candidate's last replay; the original itself when nothing smaller was kept)."""
     from results import store as results_store
 
+    from results.lineage import relink
+
     final = replays[best.key()][-1] if replays.get(best.key()) else str(run_dir)
-    doc = {"of": str(run_dir), "findings": sorted(target), "trials": trials, "rate": rate,
+    here = Path(run_dir).resolve()  # absolute: the reports and the index link by these, from any directory
+    doc = {"of": str(here), "findings": sorted(target), "trials": trials, "rate": rate,
            "interrupted": interrupted, "budget_spent": search.stopped, "replays": search.trials_run,
-           "best": best.to_dict(), "best_outcomes": search.best_outcomes, "best_run": final,
+           "start": start.to_dict(), "best": best.to_dict(), "best_outcomes": search.best_outcomes,
+           "best_run": str(Path(final).resolve()),
            "candidates": [{**t.to_dict(), "runs": replays.get(t.candidate.key(), [])} for t in search.tried]}
     results_store.write_json(Path(run_dir) / SHRINK_FILE, doc)
+    redraw = [Path(run_dir)]
     if final != str(run_dir):
-        results_store.write_json(Path(final) / "shrunk-from.json", {"of": str(run_dir), "shrink": str(Path(run_dir) / SHRINK_FILE)})
+        results_store.write_json(Path(final) / "shrunk-from.json", {"of": str(here), "shrink": str(here / SHRINK_FILE)})
+        redraw.append(Path(final))
     print(f"wrote {Path(run_dir) / SHRINK_FILE}", file=sys.stderr)
+    for line in relink(*redraw):  # their reports were written before the shrink: now they link to each other
+        print(f"chaos shrink: {line}", file=sys.stderr)
     return final
 
 
