@@ -62,10 +62,15 @@ def _replays(spec: Any) -> bool:
     return isinstance(r, dict) and isinstance(r.get("faults"), list)
 
 
+LIVENESS = ("stuck", "starved")  # the liveness checker's findings (harness/checker/liveness.py), each a count
+
+
 def findings(summary: dict) -> frozenset[str]:
     """What a run found, as shrinking compares it: each cause of its violations
-    ("violation:<cause>"), "stale-write" and "lost-update" when it had any, and "invalid" for
-    an invalid verdict with none of these. Empty: nothing to shrink."""
+    ("violation:<cause>"), "stale-write" and "lost-update" when it had any, each kind of
+    liveness finding it had ("liveness:stuck", a free lock nobody could get once faults
+    healed; "liveness:starved", a queue's waiter passed over), and "invalid" for an invalid
+    verdict with none of these. Empty: nothing to shrink."""
     out = set()
     if summary.get("valid") is False or summary.get("violations"):
         causes = summary.get("violations_by_cause") or {}
@@ -76,6 +81,10 @@ def findings(summary: dict) -> frozenset[str]:
         out.add("stale-write")
     if summary.get("lost_updates"):
         out.add("lost-update")
+    for kind in LIVENESS:
+        n = summary.get(kind)
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+            out.add(f"liveness:{kind}")
     if summary.get("valid") is False and not out:
         out.add("invalid")
     return frozenset(out)
@@ -84,7 +93,8 @@ def findings(summary: dict) -> frozenset[str]:
 def reproduces(target: frozenset[str], got: frozenset[str]) -> bool:
     """Whether a replay that found `got` shows the original's finding `target`: one of its
     violations' causes when it had violations (a lost update alone is not the same bug),
-    else one of its other findings."""
+    else one of its other findings (for a liveness finding, the same kind: a stuck lock is
+    not reproduced by a starved waiter, nor by a violation)."""
     violations = {f for f in target if f.startswith("violation")}
     return bool((violations or target) & got)
 
@@ -97,6 +107,13 @@ def read_summary(run_dir: str | Path) -> dict:
     except (OSError, ValueError, KeyError, TypeError):
         raise BadArgument(f"{run_dir} has no readable results.json, so its finding is unknown; "
                           f"run `chaos report {run_dir}` first") from None
+
+
+def _nothing(run_dir: str, summary: dict):
+    """Refuse a run without a finding, in one sentence."""
+    how = "was valid" if summary.get("valid") is True else "found nothing (its verdict was unknown)"
+    raise BadArgument(f"{run_dir} {how}: no violation, stale write, lost update, stuck lock or starved waiter, "
+                      f"so there is nothing to shrink")
 
 
 @click.command()
@@ -116,14 +133,12 @@ def shrink(run_dir, trials, rate, budget, store):
     known = (Path(run_dir) / "results.json").is_file()
     summary = read_summary(run_dir) if known else {}
     if known and not findings(summary):
-        how = "was valid" if summary.get("valid") is True else "found nothing (its verdict was unknown)"
-        raise BadArgument(f"{run_dir} {how}: no violation, stale write or lost update, so there is nothing to shrink")
+        _nothing(run_dir, summary)
     spec, schedule = replay_spec(run_dir, store)  # one sentence for what is not a replayable run
     summary = summary or read_summary(run_dir)
     target = findings(summary)
     if not target:
-        how = "was valid" if summary.get("valid") is True else "found nothing (its verdict was unknown)"
-        raise BadArgument(f"{run_dir} {how}: no violation, stale write or lost update, so there is nothing to shrink")
+        _nothing(run_dir, summary)
     store = spec.store
     deadline = time.monotonic() + budget * 60
     started = time.monotonic()
