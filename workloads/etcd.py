@@ -114,6 +114,7 @@ ETCD_OPTIONS = (
 
 class EtcdClient:
     name = "etcd"
+    release_checks_owner = True  # a late release cannot delete another holder's lock
     has_fencing = True
     servers = ("etcd", 3)
     OPTIONS = ETCD_OPTIONS + (
@@ -265,6 +266,7 @@ class EtcdClient:
 
 class EtcdRecipeClient:
     name = "etcd-recipe"
+    release_checks_owner = True  # a late release cannot delete another holder's lock
     has_fencing = True
     servers = ("etcd", 3)
     OPTIONS = ETCD_OPTIONS

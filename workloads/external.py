@@ -12,8 +12,8 @@ protocol, in full (docs/client-protocol.md has an example):
            {"id": 4, "op": "clock"}: the client's own wall clock, so a clock skew on it is read back
            {"id": 5, "op": "close"}
   reply    {"id": n, "type": "ok", ...}: for acquire "value" (the lease's proof of ownership),
-           "token" (fencing token or null) and "valid_ms" (how long the client believes the
-           lease is valid); for renew "valid_ms"; for held "held": true|false; for clock
+           "token" (fencing token or null) and "valid_ms" (how long, from this reply, the client
+           believes the lease is valid); for renew "valid_ms"; for held "held": true|false; for clock
            "now_ms" (milliseconds since the epoch, as the client's wall clock says).
            {"id": n, "type": "fail", "error": "..."}: it certainly did not happen (acquire:
            not acquired; release: not held; renew: the lease is lost).
@@ -144,7 +144,16 @@ class ExternalClient:
         Option(name="servers", type=str, default="valkey:1", help="KIND:COUNT of the lock service (set by --servers)"),
         Option(name="op_timeout_s", type=float, default=5.0, above=0, max=600,
                help="how long release, renew and held may take before the client counts as hung, s"),
+        Option(name="release_checks_owner", type=str, default="unknown", choices=("yes", "no", "unknown"),
+               help="whether the client's release deletes only its own lock (compare-and-delete): with yes, "
+                    "a slow or cut release is no excuse for a later holder granted early"),
     )
+
+    @staticmethod
+    def release_checks_owner(options: Mapping[str, Any]) -> bool | None:
+        """What `-o release_checks_owner` says; None: unknown (the cause checker then allows
+        that a release in flight during a network fault deleted another's lock)."""
+        return {"yes": True, "no": False}.get(str(options.get("release_checks_owner", "unknown")))
 
     @classmethod
     def servers_for(cls, options: Mapping[str, Any]) -> tuple[str, int]:
@@ -372,7 +381,6 @@ class ExternalClient:
             threading.Thread(target=self._follow_clock, name="client-clock", daemon=True).start()
 
     def acquire(self, key: str, ttl_ms: int, timeout_s: float) -> Lease:
-        start = time.monotonic_ns()
         rep = self._op({"op": "acquire", "key": key, "ttl_ms": ttl_ms, "timeout_s": timeout_s}, timeout_s + MARGIN_S)
         if rep["type"] == "fail":
             raise NotAcquired(str(rep.get("error") or "not acquired"))
@@ -386,9 +394,12 @@ class ExternalClient:
             self._end(f"its acquire reply has a value longer than {MAX_VALUE} characters or a token outside 64 bits")
             raise ClientBroke(f"the acquire reply has a value longer than {MAX_VALUE} characters, or a token that "
                               f"does not fit in 64 bits")
+        # valid_ms counts from the reply: a waiter's lease starts when the service granted it,
+        # not when its acquire was sent (a client that says nothing is held to the TTL from then)
+        now = time.monotonic_ns()
         valid_ms = self._valid_ms(rep, "acquire")
-        valid = start + int(valid_ms * 1e6) if valid_ms is not None else start + ttl_ms * 1_000_000
-        return Lease(key=key, value=value, token=token, acquired_ns=time.monotonic_ns(), valid_until_ns=valid,
+        valid = now + int((valid_ms if valid_ms is not None else ttl_ms) * 1e6)
+        return Lease(key=key, value=value, token=token, acquired_ns=now, valid_until_ns=valid,
                      meta={"ttl_ms": ttl_ms, "pid": self.proc.pid if self.proc else None})
 
     def release(self, lease: Lease) -> bool:
@@ -400,7 +411,6 @@ class ExternalClient:
     def renew(self, lease: Lease) -> Lease:
         if "renew" in self.unsupported:
             raise LockLost("the client does not renew (it answered unsupported)")
-        start = time.monotonic_ns()
         rep = self._op({"op": "renew", "key": lease.key, "value": lease.value, "ttl_ms": lease.meta.get("ttl_ms")},
                        self.op_timeout + MARGIN_S)
         if rep["type"] == "unsupported":
@@ -414,7 +424,7 @@ class ExternalClient:
         if valid_ms is None:
             return lease
         return Lease(key=lease.key, value=lease.value, token=lease.token, acquired_ns=lease.acquired_ns,
-                     valid_until_ns=start + int(valid_ms * 1e6), meta=lease.meta)
+                     valid_until_ns=time.monotonic_ns() + int(valid_ms * 1e6), meta=lease.meta)
 
     def _valid_ms(self, rep: dict, op: str) -> float | None:
         """A reply's valid_ms, None when it sends none; a number that is not finite or beyond

@@ -79,6 +79,7 @@ def connect(node: Node, timeout: float) -> _SetTimed:
 
 class PotteryClient:
     name = "pottery"
+    release_checks_owner = True  # a late release cannot delete another holder's lock
     has_fencing = False
     servers = ("valkey", 5)
     OPTIONS = (node_timeout(50.0),
@@ -158,6 +159,7 @@ BLOCK_MARGIN_S = 1.0  # beyond a blocking command's own wait, before its socket 
 
 class PythonRedisLockClient:
     name = "python-redis-lock"
+    release_checks_owner = True  # a late release cannot delete another holder's lock
     has_fencing = False
     servers = ("valkey", 1)
     OPTIONS = (node_timeout(100.0),

@@ -109,6 +109,7 @@ class _Polling(abc.ABC):
 
 class UnsafeReleaseClient(_Polling):
     name = "redis-unsafe-release"
+    release_checks_owner = False  # its bug: a late release deletes whoever holds the lock then
 
     def _try(self, key: str, ttl_ms: int) -> Lease | None:
         start = time.monotonic_ns()
@@ -124,6 +125,7 @@ class UnsafeReleaseClient(_Polling):
 
 class SetnxExpireClient(_Polling):
     name = "redis-setnx-expire"
+    release_checks_owner = True  # a late release cannot delete another holder's lock
     OPTIONS = _Polling.OPTIONS + (
         Option(name="crash_between", type=float, default=0.0, min=0, max=1,
                help="probability that the client dies between SETNX and EXPIRE"),)

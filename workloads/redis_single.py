@@ -82,6 +82,7 @@ def never_sent(e: BaseException) -> bool:
 
 class RedisSingleClient:
     name = "redis"
+    release_checks_owner = True  # a late release cannot delete another holder's lock
     has_fencing = True
     servers = ("valkey", 1)
     OPTIONS = (node_timeout(100.0), retry_delay(), DRIFT_FACTOR,

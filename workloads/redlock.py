@@ -32,6 +32,7 @@ class RedlockClient:
     then inflates (or deflates) the validity it believes it has."""
 
     name = "redlock"
+    release_checks_owner = True  # a late release cannot delete another holder's lock
     has_fencing = False
     servers = ("valkey", 5)
     OPTIONS = (node_timeout(50.0), DRIFT_FACTOR, retry_delay(),
@@ -88,8 +89,10 @@ class RedlockClient:
             validity_ms = ttl_ms - elapsed_ms - drift_ms
             if got >= self.quorum and validity_ms > 0:
                 now = time.monotonic_ns()
+                # the validity counts from now, the end of the acquire (its elapsed time is
+                # already taken off): start + ttl - drift with a monotonic clock
                 return Lease(key=key, value=value, acquired_ns=now,
-                             valid_until_ns=start + int(validity_ms * 1e6),
+                             valid_until_ns=now + int(validity_ms * 1e6),
                              meta={"ttl_ms": ttl_ms, "nodes_ok": got, "validity_ms": round(validity_ms, 3)})
             self._release_all(key, value)
             if time.monotonic() + self.retry_delay > deadline:

@@ -164,6 +164,7 @@ def _seq(name: str) -> int:
 
 class ZooKeeperClient:
     name = "zookeeper"
+    release_checks_owner = True  # a late release cannot delete another holder's lock
     OPTIONS = ZK_OPTIONS
     has_fencing = True
     servers = ("zookeeper", 3)
@@ -287,6 +288,7 @@ class ZooKeeperClient:
 
 class KazooRecipeClient:
     name = "zookeeper-recipe"
+    release_checks_owner = True  # a late release cannot delete another holder's lock
     OPTIONS = ZK_OPTIONS
     has_fencing = True
     servers = ("zookeeper", 3)

@@ -18,11 +18,19 @@ for line in sys.stdin:
             r, rep = redis.Redis(host=s["host"], port=s["port"], socket_timeout=0.5), {"type": "ok"}
         elif op == "acquire":
             value, deadline = uuid.uuid4().hex, time.monotonic() + req["timeout_s"]
-            while not r.set(req["key"], value, nx=True, px=req["ttl_ms"]):
+            while True:
+                sent = time.monotonic()  # the key lives ttl_ms from no earlier than this
+                if r.set(req["key"], value, nx=True, px=req["ttl_ms"]):
+                    break
                 if time.monotonic() > deadline:
                     raise LookupError("the lock is taken")
                 time.sleep(0.05)
-            rep = {"type": "ok", "value": value, "token": r.incr(req["key"] + ":fence"), "valid_ms": req["ttl_ms"] * 0.9}
+            token = r.incr(req["key"] + ":fence")
+            valid_ms = req["ttl_ms"] * 0.9 - (time.monotonic() - sent) * 1000  # from this reply
+            if valid_ms <= 0:  # the acquire took longer than the lease: it is gone already
+                r.eval(RELEASE, 1, req["key"], value)
+                raise LookupError("acquired too late: the lease had expired")
+            rep = {"type": "ok", "value": value, "token": token, "valid_ms": valid_ms}
         elif op == "release":
             rep = {"type": "ok" if r.eval(RELEASE, 1, req["key"], req["value"]) else "fail"}
         elif op == "close":

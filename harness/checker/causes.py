@@ -209,7 +209,9 @@ class Attribution:
         # reached the server after the heal, and one answered late (a slow link) acted at some
         # moment before its answer; either may have acted after another was granted (a late DEL).
         # (invoke, answered at; None: never answered)
-        net = [f for f in self.faults if "in-flight-release" in f.explains]
+        # A release that deletes only its own lock (release_checks_owner) cannot, late, delete another's.
+        net = [f for f in self.faults if "in-flight-release" in f.explains] \
+            if self.service.release_checks_owner is not True else []
         flying = [(inv, None) for inv in timed_out] + answered
         self.in_flight = sorted(((inv, done) for inv, done in flying if any(f.meets(inv.time_ns, inv.time_ns) for f in net)),
                                 key=lambda r: r[0].time_ns)

@@ -15,7 +15,10 @@ is still valid: one whose `valid_until_ns` is not later than `EXPIRED_MARGIN_NS`
 op returned is "granted an expired lease". Its validity must also not exceed what was asked
 for: more than the lease + `OVERLONG_SHARE` of it + `OVERLONG_SLACK_NS` after the op
 returned is "granted a lease longer than the TTL". An op without `valid_until_ns` is unknown
-for that op (counted as `grants_without_validity`), never a pass.
+for that op (counted as `grants_without_validity`), never a pass. Only runs whose clients
+counted their validity from the grant (facts `validity`, harness/core/facts.py) are judged:
+in older runs some clients counted it from when the acquire was sent, so a waiter that
+queued looked expired on arrival; their findings are shown, and the verdict is "unknown".
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any, Sequence
 
 from harness.checker.liveness import MARGIN_S, fault_spans, lease_s
 from harness.core.contracts.checker import UNKNOWN, CheckResult
-from harness.core.facts import SESSIONS, service_of
+from harness.core.facts import SESSIONS, VALIDITY, service_of
 from harness.core.history import NEMESIS, Op, pair_ops
 
 KILLED = "killed"  # the error prefix of a death recorded for a holder (nemesis/client.py)
@@ -139,13 +142,19 @@ def check_fresh_leases(spec: Any, history: Sequence[Op]) -> CheckResult:
         elif limit is not None and left > limit:
             overlong.append(entry)
     valid: Any = False if expired or overlong else (UNKNOWN if without or not grants or limit is None else True)
+    error = "ops without valid_until_ns: their freshness is unknown" if without else None
+    if service_of(spec).validity != VALIDITY:
+        valid = UNKNOWN if valid is not True else True
+        if expired or overlong:
+            error = ("this run's clients may have counted their validity from when the acquire was sent (a run "
+                     "stored before validity was recorded from the grant): its findings are shown, not judged")
     return CheckResult(name="fresh-leases", valid=valid, summary={
         "expired_grants": len(expired), "overlong_grants": len(overlong) if limit is not None else None,
         "grants_without_validity": without},
         details={"expired": expired[:MAX_LISTED], "overlong": overlong[:MAX_LISTED],
                  "overlong_limit_ms": round(limit / 1e6, 3) if limit is not None else None,
                  "expired_margin_ms": EXPIRED_MARGIN_NS / 1e6},
-        error="ops without valid_until_ns: their freshness is unknown" if without else None)
+        error=error)
 
 
 __all__ = ["check_outlived", "check_fresh_leases", "fault_spans"]

@@ -14,22 +14,27 @@ from typing import Any, Callable, Sequence
 
 from harness.core.contracts.checker import UNKNOWN, CheckResult, merge_valid, safe_check
 from harness.checker.keys import per_key
+from harness.checker.kinds import check_exclusion, check_linearizable_lock
 from harness.checker.leases import check_fresh_leases, check_outlived
 from harness.checker.liveness import check_liveness
 from harness.checker.linearizable import LinearizableChecker
 from harness.checker.properties import check_reentrancy
-from harness.checker.lock import check_mutex, check_stats, check_writes, lease_history
+from harness.checker.lock import check_stats, check_writes
 from harness.core.history import Op
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Entry:
     """One checker of the registry: its name in results.json, the check (a function of
-    (spec, history) -> CheckResult), and whether its verdict decides the run's."""
+    (spec, history) -> CheckResult), and whether its verdict decides the run's: True, False,
+    or FINDINGS (a finding fails the run; its "unknown" leaves the run's verdict alone)."""
 
     name: str
     check: Callable[[Any, Sequence[Op]], CheckResult]
-    decides: bool
+    decides: bool | str
+
+
+FINDINGS = "findings"  # Entry.decides: only what the checker found decides
 
 
 def _linearizable_model(spec: Any) -> Entry:
@@ -38,27 +43,27 @@ def _linearizable_model(spec: Any) -> Entry:
 
 
 def _linearizable_mutex(spec: Any) -> Entry:
-    mutex = LinearizableChecker("mutex", time_limit=10.0)
-    return Entry(name="linearizable-mutex", check=lambda spec, h: mutex.check(spec, lease_history(h)),
-                 decides=not getattr(spec, "fencing", False))
+    # the model is the lock kind the history's acquires carry (harness/checker/kinds.py)
+    return Entry(name="linearizable-mutex", check=check_linearizable_lock, decides=not getattr(spec, "fencing", False))
 
 
 # The registry: one line per checker, each a function of the spec giving its Entry, or None
 # when the checker does not apply to this run. With fencing on, the question is whether the
 # data stayed safe: mutual exclusion (which fencing cannot give) is reported, not judged.
 REGISTRY: tuple[Callable[[Any], Entry | None], ...] = (
-    lambda spec: Entry(name="mutex", check=per_key(check_mutex), decides=not getattr(spec, "fencing", False)),
+    lambda spec: Entry(name="mutex", check=per_key(check_exclusion), decides=not getattr(spec, "fencing", False)),
     lambda spec: Entry(name="writes", check=per_key(check_writes), decides=True),
     lambda spec: Entry(name="stats", check=check_stats, decides=False),
     _linearizable_mutex,
     _linearizable_model,
     lambda spec: Entry(name="reentrancy", check=check_reentrancy, decides=True) if getattr(spec, "reenter", False) else None,
     # The lock's other promises (harness/checker/liveness.py, leases.py): a stuck or starved
-    # lock fails the run; how long a dead holder's lock lived on, and leases granted already
-    # expired or longer than asked, are measured and shown.
+    # lock fails the run; so does a dead holder's lock that outlived its lease, and a lease
+    # granted already expired or longer than asked (where these cannot be judged, they say
+    # "unknown" without making the run's verdict unknown: a death blurred by another fault).
     lambda spec: Entry(name="liveness", check=check_liveness, decides=True),
-    lambda spec: Entry(name="outlived", check=check_outlived, decides=False),
-    lambda spec: Entry(name="fresh-leases", check=check_fresh_leases, decides=False),
+    lambda spec: Entry(name="outlived", check=check_outlived, decides=FINDINGS),
+    lambda spec: Entry(name="fresh-leases", check=check_fresh_leases, decides=FINDINGS),
 )
 
 
@@ -98,7 +103,8 @@ def unknown_reason(summary: dict, outcome: dict) -> str | None:
 def summarize(spec: Any, results: dict[str, CheckResult], run_dir: Path | None,
               outcome: dict | None = None) -> dict:
     judge = judged(spec)
-    valid = merge_valid([r.valid for n, r in results.items() if n in judge])
+    findings = {e.name for e in entries(spec) if e.decides == FINDINGS}
+    valid = merge_valid([r.valid for n, r in results.items() if n in judge and (n not in findings or r.valid is False)])
     s: dict[str, Any] = {"valid": valid}
     mutex = results.get("mutex")
     s["violations"] = mutex.summary.get("violations") if mutex else None

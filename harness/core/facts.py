@@ -9,6 +9,11 @@
   persists          whether a server's data survives a restart (valkey only with appendonly)
   session_timeout_ms  the session timeout asked for, when the backend has sessions
   faults            the fault kinds of the run's nemeses (harness/core/faults.py)
+  release_checks_owner  whether the client's release deletes only its own lock (compare-and-
+                    delete); None: unknown (an external client that did not say)
+  validity          how the clients' valid_until_ns was counted: "from-grant" (from when the
+                    service granted or renewed the lease); absent in runs stored before, whose
+                    validity some clients counted from when the acquire was sent
 
 A history stored before facts were recorded gets what can be derived purely: the built-in
 backends' service (`BUILTIN_SERVICE`, held equal to their `servers` by
@@ -19,6 +24,8 @@ cause that would need it is "unknown", never a pass.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+VALIDITY = "from-grant"  # how this version's clients count the validity they report
 from typing import Any, Mapping
 
 BUILTIN_SERVICE: dict[str, tuple[str, int]] = {
@@ -79,6 +86,8 @@ class Service:
     clock_expiry: bool | None = None
     persists: bool | None = None
     session_timeout_ms: float | None = None
+    release_checks_owner: bool | None = None
+    validity: str | None = None  # VALIDITY when the run's clients counted it from the grant
     recorded: bool = False  # from the run's facts, not derived afterwards
 
     @property
@@ -94,7 +103,7 @@ def service_of(spec: Any) -> Service:
         try:
             return Service(kind=facts["kind"], servers=int(facts.get("servers") or 0),
                            clock_expiry=facts.get("clock_expiry"), persists=facts.get("persists"),
-                           session_timeout_ms=facts.get("session_timeout_ms"), recorded=True)
+                           session_timeout_ms=facts.get("session_timeout_ms"), recorded=True, **_client_facts(facts))
         except (TypeError, ValueError):
             pass
     found = BUILTIN_SERVICE.get(getattr(spec, "backend", None) or "")
@@ -102,4 +111,11 @@ def service_of(spec: Any) -> Service:
         return Service()
     d = service_facts(*found, options, getattr(spec, "ttl_ms", None))
     return Service(kind=d["kind"], servers=d["servers"], clock_expiry=d["clock_expiry"], persists=d["persists"],
-                   session_timeout_ms=d["session_timeout_ms"])
+                   session_timeout_ms=d["session_timeout_ms"], **_client_facts(facts if isinstance(facts, Mapping) else {}))
+
+
+def _client_facts(facts: Mapping[str, Any]) -> dict:
+    """What the run recorded about its client (release_checks_owner, validity), typed or None."""
+    owner, validity = facts.get("release_checks_owner"), facts.get("validity")
+    return {"release_checks_owner": owner if isinstance(owner, bool) else None,
+            "validity": validity if isinstance(validity, str) else None}

@@ -19,7 +19,7 @@ from harness.core import faults, interrupts, plugins
 from harness.cluster.assemble import make_cluster, preflight
 from harness.cluster.kinds import recorded_facts, server_kind
 from harness.core.contracts.cluster import Cluster
-from harness.core.facts import service_facts
+from harness.core.facts import VALIDITY, service_facts
 from harness.engine.generator import Context, FaultSchedule, Pending
 from harness.core.history import NEMESIS, Holders, HistoryWriter, Op, now_ns
 from harness.core.progress import Progress
@@ -79,8 +79,12 @@ def run_facts(spec: TestSpec, nemeses: list) -> dict:
     kind, count = plugins.servers_of(spec.backend, spec.options)
     declared = values(spec.options, getattr(plugins.backend_class(spec.backend), "OPTIONS", ()))  # with defaults
     options = {**spec.options, **declared}
+    owner = getattr(plugins.backend_class(spec.backend), "release_checks_owner", None)
     return {**service_facts(kind, count, options, spec.ttl_ms, recorded_facts(server_kind(kind, options))),
-            "faults": faults.record(k for n in nemeses for k in getattr(n, "FAULTS", ()))}
+            "faults": faults.record(k for n in nemeses for k in getattr(n, "FAULTS", ())),
+            # a bool on the client class, or (an external client) what its options say
+            "release_checks_owner": owner(options) if callable(owner) else owner,
+            "validity": VALIDITY}
 
 
 def _run(spec: TestSpec, progress: bool, replay=None) -> RunOutcome:

@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
-"""clients/example-redis/client.py with a bug put in, on purpose: the cause checker must call
-what it does UNEXPLAINED, with no fault at all. MODE:
-  long-validity  asks the server for a quarter of the TTL (it still claims 0.9 TTL of validity)
+"""clients/example-redis/client.py with a bug put in, on purpose: the checkers must name
+what it does. MODE:
+  long-validity  asks the server for a quarter of the TTL (it still claims 0.9 TTL of validity):
+                 every violation it causes is UNEXPLAINED, with no fault at all
   skip-nx        every third acquire is a plain SET: it takes the lock from whoever holds it
+  no-ttl         sets its key without a TTL: a holder that dies leaves the lock taken for good
+                 (kill-holder: "the lock outlived its holder", and STUCK)
+  late-ok        answers ok even when its acquire took longer than the lease (slow-link:
+                 "granted an expired lease")
+  from-reply     counts its validity from the moment the reply arrived, ignoring the time the
+                 request took (slow-link with --hold-until-expiry: its claim outlasts the key on
+                 the server, and the violation is UNEXPLAINED, not excused by the slow link)
 """
-import runpy
 import sys
 from pathlib import Path
 
@@ -13,6 +20,10 @@ import redis
 mode = sys.argv[1]
 honest_set = redis.Redis.set
 calls = 0
+EXAMPLE = Path(__file__).resolve().parents[2] / "clients/example-redis/client.py"
+# The source edits of the modes that change the client's own reasoning (each must apply).
+EDITS = {"late-ok": ("            if valid_ms <= 0:", "            if False:"),
+         "from-reply": ("req[\"ttl_ms\"] * 0.9 - (time.monotonic() - sent) * 1000", "req[\"ttl_ms\"] * 0.9")}
 
 
 def lying_set(self, name, value, nx=False, px=None, **kw):
@@ -23,8 +34,18 @@ def lying_set(self, name, value, nx=False, px=None, **kw):
             px = max(1, px // 4)
         elif mode == "skip-nx" and calls % 3 == 0:
             nx = False
+        elif mode == "no-ttl":
+            px = None
     return honest_set(self, name, value, nx=nx, px=px, **kw)
 
 
+if mode not in ("long-validity", "skip-nx", "no-ttl", *EDITS):
+    sys.exit(f"liar.py: unknown MODE {mode!r}")
 redis.Redis.set = lying_set
-runpy.run_path(str(Path(__file__).resolve().parents[2] / "clients/example-redis/client.py"), run_name="__main__")
+source = EXAMPLE.read_text()
+if mode in EDITS:
+    old, new = EDITS[mode]
+    if old not in source:
+        sys.exit(f"liar.py: {EXAMPLE} no longer has the line mode {mode} edits ({old.strip()!r})")
+    source = source.replace(old, new)
+exec(compile(source, str(EXAMPLE), "exec"), {"__name__": "__main__", "__file__": str(EXAMPLE)})

@@ -14,7 +14,7 @@ from harness.core.spec import TestSpec
 from tests.paths import TESTS
 
 GOLDEN = TESTS / "golden" / "liveness"
-REDIS = TestSpec(backend="redis", ttl_ms=2000, acquire_timeout=2.0)
+REDIS = TestSpec(backend="redis", ttl_ms=2000, acquire_timeout=2.0, facts={"validity": "from-grant"})
 QUEUE = TestSpec(backend="zookeeper", ttl_ms=2000, acquire_timeout=2.0)
 
 # file -> (spec, {checker: expected valid}, {summary key: expected value})
@@ -92,8 +92,30 @@ def test_ops_without_validity_are_unknown_never_a_pass():
     assert r.valid == "unknown" and r.summary["grants_without_validity"] == 3
 
 
+def test_fresh_leases_of_a_run_stored_before_validity_from_the_grant_are_shown_not_judged():
+    old = TestSpec(backend="redis", ttl_ms=2000, acquire_timeout=2.0)  # no facts["validity"]
+    r = check_fresh_leases(old, read_history(GOLDEN / "expired-grant-bad.jsonl"))
+    assert r.valid == "unknown" and r.summary["expired_grants"] == 1 and "shown, not judged" in r.error
+
+
+@pytest.mark.parametrize("name,checker", [("outlived-bad", "outlived"), ("expired-grant-bad", "fresh-leases")])
+def test_a_dead_holders_lock_that_outlived_it_and_an_expired_grant_fail_the_run(name, checker):
+    s = summarize(REDIS, verdicts(REDIS, read_history(GOLDEN / f"{name}.jsonl")), None, {})
+    assert s["checkers"][checker] is False and s["valid"] is False
+
+
+def test_an_unjudged_death_leaves_the_verdict_alone():
+    from dataclasses import replace
+
+    results = verdicts(REDIS, read_history(GOLDEN / "fresh-ok.jsonl"))
+    assert summarize(REDIS, results, None, {})["valid"] is True
+    results["outlived"] = replace(results["outlived"], valid="unknown")  # a death another fault blurred
+    s = summarize(REDIS, results, None, {})
+    assert s["checkers"]["outlived"] == "unknown" and s["valid"] is True
+
+
 def test_liveness_decides_the_verdict_and_the_others_are_shown():
-    assert "liveness" in judged(REDIS) and "outlived" not in judged(REDIS) and "fresh-leases" not in judged(REDIS)
+    assert {"liveness", "outlived", "fresh-leases"} <= judged(REDIS)
     h = read_history(GOLDEN / "stuck-bad.jsonl")
     s = summarize(REDIS, verdicts(REDIS, h), None, {})
     assert s["valid"] is False and s["stuck"] == 1
