@@ -83,3 +83,27 @@ def cases_from_doc(doc: dict, *, classname: str | None = None, time_s: float | N
         cases.append({"name": name, "classname": cls, "valid": r.get("valid"), "message": msg,
                       "time_s": (summ.get("elapsed_ms") or 0) / 1000 if time_s is None else time_s})
     return cases
+
+
+def cases_from_runs(summaries: Sequence[dict], *, of: int | None = None) -> list[dict]:
+    """One case per run of `chaos run --repeat M` ("run k of M"), its verdict the run's.
+
+    The message names what the run found (its violations by cause, stale writes, stuck and
+    starved counts, why it is unknown) and its run dir, so a failing case points at the run
+    to open; `of` is M (default: how many runs there are, less when the repeat was cut short).
+    """
+    total = len(summaries) if of is None else of
+    cases = []
+    for n, s in enumerate(summaries, 1):
+        cls = "chaoslock.{}.{}".format(s.get("backend", "run"), "+".join(map(str, s.get("nemesis") or ["none"])))
+        said = [f"{k}={s[k]}" for k in ("violations", "stale_writes_accepted", "lost_updates", "stuck", "starved")
+                if s.get(k) not in (None, 0)]
+        said += [f"{cause}={k}" for cause, k in (s.get("violations_by_cause") or {}).items()]
+        if s.get("unknown_reason"):
+            said.append(f"unknown: {s['unknown_reason']}")
+        if s.get("interrupted") is True:
+            said.append("interrupted")
+        cases.append({"name": f"run {n} of {total} (seed {s.get('seed')})", "classname": cls, "valid": s.get("valid"),
+                      "message": "; ".join(said or ["nothing found"]) + f"\nrun_dir={s.get('run_dir', '')}",
+                      "time_s": s.get("duration_s") or 0})
+    return cases

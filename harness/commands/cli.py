@@ -256,7 +256,7 @@ def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency
     if repeat > 1:
         from harness.commands.shrink import repeat as repeat_runs
 
-        code, summaries = repeat_runs(spec, repeat, schedule, human)
+        code, summaries = repeat_runs(spec, repeat, schedule, human, junit)
         if as_json:
             print(json.dumps(summaries, default=str))
         return code

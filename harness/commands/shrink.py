@@ -213,11 +213,12 @@ def _write(run_dir, store, target, search, start, best, replays, trials, rate, i
     return final
 
 
-def repeat(spec: Any, times: int, schedule: Schedule | None, human) -> tuple[int, list]:
+def repeat(spec: Any, times: int, schedule: Schedule | None, human, junit: str | None = None) -> tuple[int, list]:
     """`chaos run --repeat M`: the same spec (and replayed schedule, if any) M times, each run
-    kept; one line per run, then "invalid in k of M". Returns (exit code, summaries): 1 if
+    kept; one line per run, then "invalid in k of M"; with `junit`, one JUnit file with one
+    testcase per run (results/junit.py cases_from_runs). Returns (exit code, summaries): 1 if
     any run was invalid, else 2 if any was unknown, else 0; 130/143 when a signal ended it
-    (the runs so far are reported)."""
+    (the runs so far are reported, and are the JUnit file's cases)."""
     from harness.core import interrupts
     from harness.engine.runner import run as run_spec
 
@@ -233,6 +234,10 @@ def repeat(spec: Any, times: int, schedule: Schedule | None, human) -> tuple[int
         if outcome.interrupted:
             ended = outcome.signal or interrupts.ended_by()
             break
+    if junit:
+        from results.junit import cases_from_runs, write_junit
+
+        write_junit(junit, cases_from_runs(summaries, of=times), suite="chaoslock-repeat")
     k = sum(s.get("valid") is False for s in summaries)
     unknown = sum(s.get("valid") not in (True, False) for s in summaries)
     print(f"invalid in {k} of {len(summaries)}" + (f" ({unknown} unknown)" if unknown else "")

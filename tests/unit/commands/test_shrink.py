@@ -144,3 +144,49 @@ def test_shrink_searches_with_replays_and_ctrl_c_keeps_the_best_so_far(tmp_path,
     assert out[-1].endswith(f"chaos run --replay {tmp_path / 'replay2'}")
     doc = json.loads((d / "shrink.json").read_text())
     assert doc["interrupted"] and doc["best"]["faults"][0]["at"] == 2.0 and doc["candidates"][0]["kept"]
+
+
+def test_repeat_with_junit_writes_one_testcase_per_run(tmp_path, monkeypatch):
+    """--junit with --repeat 3: one file, three cases, each with its run's verdict and run dir;
+    a repeat cut short by Ctrl-C has the runs that finished."""
+    import io
+    import signal
+    import xml.etree.ElementTree as ET
+
+    from harness.commands import shrink as cmd
+    from harness.engine import runner
+
+    runs = iter([{"valid": False, "violations": 2, "violations_by_cause": {"overran-paused": 2}, "duration_s": 9.5},
+                 {"valid": True, "violations": 0, "duration_s": 9.1},
+                 {"valid": "unknown", "violations": None, "unknown_reason": "the cluster never came up"}])
+
+    class Outcome:
+        def __init__(self, n, summary, interrupted=False):
+            self.run_dir, self.interrupted = f"store/redis-pause-holder/{n}", interrupted
+            self.signal = signal.SIGINT if interrupted else None
+            self.summary = {"backend": "redis", "nemesis": ["pause-holder"], "seed": 3, "run_dir": self.run_dir, **summary}
+    calls = []
+    monkeypatch.setattr(runner, "run", lambda spec, progress, replay: calls.append(1) or Outcome(len(calls), next(runs)))
+    junit = tmp_path / "j.xml"
+    code, _ = cmd.repeat(object(), 3, None, io.StringIO(), str(junit))
+    assert code == 1
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "1", "1")
+    cases = suite.findall("testcase")
+    assert [c.get("name") for c in cases] == [f"run {n} of 3 (seed 3)" for n in (1, 2, 3)]
+    assert {c.get("classname") for c in cases} == {"chaoslock.redis.pause-holder"}
+    failure = cases[0].find("failure")
+    assert "violations=2" in failure.get("message") and "overran-paused=2" in failure.text
+    assert "run_dir=store/redis-pause-holder/1" in failure.text and cases[0].get("time") == "9.500"
+    assert cases[1].find("failure") is None and cases[1].find("error") is None
+    assert "the cluster never came up" in cases[2].find("error").get("message")
+
+    calls.clear()
+    runs = iter([{"valid": True, "violations": 0}, {"valid": "unknown", "interrupted": True}])
+    monkeypatch.setattr(runner, "run", lambda spec, progress, replay: calls.append(1) or
+                        Outcome(len(calls), next(runs), interrupted=len(calls) == 2))
+    code, _ = cmd.repeat(object(), 5, None, io.StringIO(), str(junit))
+    assert code == 130
+    cases = ET.parse(junit).getroot().findall("testsuite/testcase")
+    assert [c.get("name") for c in cases] == ["run 1 of 5 (seed 3)", "run 2 of 5 (seed 3)"]
+    assert "interrupted" in cases[1].find("error").text
