@@ -135,7 +135,9 @@ class FaultSchedule:
 
     def _replaying(self, ctx: Context, event: Any, planned: list[Planned]) -> list[Planned]:
         """Replay: a started fault takes its recorded one off `due`; one that missed (`fail`)
-        puts it back; its heal is moved to the recorded duration after its start."""
+        puts it back; its heal is moved to the recorded duration after its start, and a
+        `seconds` in its value (the nemesis's own span, e.g. pause_multiple x TTL) says that
+        duration, so the history records what the replay applied (a shrunk pause says 0.5 s)."""
         if getattr(event, "process", None) == NEMESIS and getattr(event, "type", None) == "fail":
             for heal, (r, _) in list(self.started.items()):
                 if r.f == event.f:
@@ -148,6 +150,8 @@ class FaultSchedule:
                 if r is not None:
                     self.due.remove(r)
                     self.started[r.heal] = (r, p.at)
+                    if isinstance(p.value, dict) and "seconds" in p.value:  # the nemesis's own span: not this fault's
+                        p = replace(p, value={**p.value, "seconds": round(r.duration, 3)})
             elif p.phase == "heal" and p.f in self.started:
                 r, began = self.started.pop(p.f)
                 p = replace(p, at=round(max(ctx.time, began + r.duration), 3))

@@ -90,9 +90,11 @@ def test_a_reactive_fault_starts_at_its_first_trigger_at_or_after_its_offset_for
     assert hold(s, 1.0, 0) == []  # before its offset: the nemesis's own timing would allow it
     (start,) = hold(s, 7.4, 1)  # the first trigger at or after 7 s
     assert (start.f, start.at, start.value["worker"]) == ("pause-holder", 7.4, 1)
+    assert start.value["seconds"] == 1.5  # what the replay applies, not pause_multiple x TTL (4 s)
     s.update(Context(time=7.45), op(7.45, NEMESIS, "ok", "pause-holder", start.value))
     (heal,) = s.reactive
     assert (heal.f, heal.at) == ("resume-holder", 8.9)  # 1.5 s after its start, not pause_multiple x TTL
+    assert heal.value["seconds"] == 1.5
     n.paused.clear()
     s.reactive.clear()
     assert hold(s, 12.0, 2) == []  # the one recorded fault was replayed: no more
