@@ -437,18 +437,18 @@ class ExternalClient:
             raise ClientBroke(f"the {op} reply has valid_ms {str(v)[:40]}, not a finite number of ms of at most a day")
         return float(v)
 
-    def still_held(self, lease: Lease) -> bool:
-        """The client's own belief, if it has one (`held`); True when it has none."""
+    def still_held(self, lease: Lease) -> bool | None:
+        """The client's own belief, if it has one (`held`); None when it has none."""
         if "held" in self.unsupported or self.proc is None:
-            return True
+            return None
         try:
             rep = self._call({"op": "held", "key": lease.key, "value": lease.value}, self.op_timeout + MARGIN_S)
         except ClientBroke:
             return False  # it died or hung: it cannot be trusted to hold anything
         if rep["type"] == "unsupported":
             self.unsupported.add("held")
-            return True
-        return bool(rep.get("held")) if rep["type"] == "ok" else True
+            return None
+        return bool(rep.get("held")) if rep["type"] == "ok" else None
 
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -1,4 +1,5 @@
-"""Two promises of a lease: it dies with its holder, and it is fresh when granted.
+"""Three promises of a lease: it dies with its holder, it is fresh when granted, and its
+client knows it holds it.
 
 **Expiry after death** (`check_outlived`). A holder that vanished (the `kill-holder` fault
 records its death as a `release` `info` whose error begins "killed") cannot release: its
@@ -19,6 +20,15 @@ for that op (counted as `grants_without_validity`), never a pass. Only runs whos
 counted their validity from the grant (facts `validity`, harness/core/facts.py) are judged:
 in older runs some clients counted it from when the acquire was sent, so a waiter that
 queued looked expired on arrival; their findings are shown, and the verdict is "unknown".
+
+**What the client says** (`check_held`). The worker asks a client that has an opinion
+(a watchdog, a session listener, the protocol's `held`) whether it still holds the lock it was
+just granted, and records the answer as a `held` op (`ok`, value true or false). A `false`
+for a lock it was granted, with no fault recorded between its acquire and the answer, is a
+finding: "said it did not hold a lock it had just been granted". Any recorded fault in that
+span could have taken the lock (a session expiring under a partition): not judged. A run
+without `held` ops (a client with no opinion, or a run stored before they were recorded)
+has nothing to judge here, and says so (`held_answers` 0).
 """
 
 from __future__ import annotations
@@ -112,6 +122,41 @@ def _words(d: dict, lease: float) -> str:
     return f"the lock outlived its holder by {d['outlived_s']:g} s (TTL {lease:g} s){never}, after {len(d['renewals'])} acquire/renewals"
 
 
+def check_held(spec: Any, history: Sequence[Op]) -> CheckResult:
+    """`held: false` for a lock just granted, with no fault to explain it (module doc)."""
+    from harness.checker.causes import faults_of
+    from harness.core import faults
+
+    spans = [(f.start_ns, f.end_ns) for f in faults_of(history, faults.table(getattr(spec, "facts", None)))]
+    granted: dict[Any, Op] = {}  # process -> the acquire invoke of its current hold
+    invoked: dict[Any, Op] = {}
+    answers, said_no, findings = 0, 0, []
+    for op in _client_ops(history):
+        if op.type == "invoke":
+            invoked[op.process] = op
+            continue
+        inv = invoked.pop(op.process, None)
+        if op.f == "acquire" and op.type == "ok":
+            granted[op.process] = inv or op
+        elif op.f == "release":
+            granted.pop(op.process, None)
+        elif op.f == "held" and op.type == "ok":
+            answers += 1
+            start = granted.get(op.process)
+            if op.value is not False or start is None:
+                continue
+            said_no += 1
+            if not any(a <= op.time_ns and start.time_ns <= b for a, b in spans):
+                findings.append({"acquire": _brief(start), "held": _brief(op),
+                                 "after_s": round((op.time_ns - start.time_ns) / 1e9, 3),
+                                 "words": f"process {op.process} said it did not hold a lock it had just been granted "
+                                          f"({round((op.time_ns - start.time_ns) / 1e9, 3):g} s after asking), "
+                                          f"with no fault in between"})
+    return CheckResult(name="held", valid=False if findings else True, summary={
+        "held_answers": answers, "held_false": said_no, "held_false_unexplained": len(findings)},
+        details={"findings": findings[:MAX_LISTED]})
+
+
 def overlong_limit_ns(spec: Any) -> int | None:
     """The longest validity an acquire or renew may hand out, or None when it cannot be
     known (a session design whose session timeout the run did not record)."""
@@ -157,4 +202,4 @@ def check_fresh_leases(spec: Any, history: Sequence[Op]) -> CheckResult:
         error=error)
 
 
-__all__ = ["check_outlived", "check_fresh_leases", "fault_spans"]
+__all__ = ["check_outlived", "check_fresh_leases", "check_held", "fault_spans"]

@@ -67,6 +67,9 @@ def verdict_text(s: dict, *, interrupted_by: int | None = None) -> str:
         parts.append(f"lock STUCK {stuck} time{'s' if stuck != 1 else ''}")
     if starved:
         parts.append(f"{starved} waiter{'s' if starved != 1 else ''} STARVED")
+    denied = s.get("held_false_unexplained") or 0
+    if denied:
+        parts.append(f"the client DENIED holding a lock it had just been granted {denied} time{'s' if denied != 1 else ''}")
     lines = [f"{head}: " + "; ".join(parts)]
     if s.get("interrupted"):
         lines[0] += " (INTERRUPTED: this covers only the part that ran)"

@@ -40,7 +40,7 @@ def steps(a, b, key: str, ttl_ms: int) -> list[tuple[str, Callable[[], str | Non
         return "a second client got the lock while the first held it, with no fault at all"
 
     def held():
-        return None if a.still_held(state["a"]) else "held said false for a lease that was just acquired"
+        return "held said false for a lease that was just acquired" if a.still_held(state["a"]) is False else None
 
     def renew():
         try:

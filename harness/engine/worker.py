@@ -286,7 +286,7 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random, end: float |
     rec("ok", "acquire", key=key, value=lease.value, token=lease.token, valid_until_ns=lease.valid_until_ns)
     token = lease.token
     resource = f"{key}:counter"
-    if not still_held(client, lease):
+    if not still_held(client, lease, rec):
         # The watchdog or the session already says the lock is gone: do no work under it.
         return release(client, lease, rec)
     if spec.reenter and not reenter(spec, client, lease, rec):
@@ -405,14 +405,28 @@ def _backoff(started: float, rng: random.Random, rec: Recorder) -> None:
         time.sleep(rng.uniform(0.02, 0.1))
 
 
-def still_held(client, lease) -> bool:
-    """The client's own belief (watchdog, session state); True when it has no opinion."""
+def still_held(client, lease, rec: Recorder) -> bool:
+    """The client's own belief (watchdog, session state), recorded as a `held` op whose ok
+    carries the answer (harness/checker/leases.py judges it); True when it has no opinion."""
     has = _HAS_OPINION.get(type(client))
     if has is None:  # a Protocol check costs as much as a redis call: once per class
         from harness.core.contracts.client import StillHeld
 
         has = _HAS_OPINION[type(client)] = isinstance(client, StillHeld)
-    return bool(client.still_held(lease)) if has else True
+    if not has:
+        return True
+    asked = now_ns()
+    try:
+        answer = client.still_held(lease)
+    except Exception as e:
+        rec("invoke", "held", key=lease.key, time_ns=asked)
+        rec("info", "held", key=lease.key, error=_err(e))
+        return False
+    if answer is None:  # it turned out to have no opinion (an external client answered unsupported)
+        return True
+    rec("invoke", "held", key=lease.key, time_ns=asked)  # recorded once answered: None leaves no op
+    rec("ok", "held", key=lease.key, value=bool(answer))
+    return bool(answer)
 
 
 _HAS_OPINION: dict[type, bool] = {}

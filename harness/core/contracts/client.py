@@ -105,7 +105,7 @@ class StillHeld(Protocol):
     renewal failed, a ZooKeeper session that was lost). The worker asks before the work
     and, on False, does no work and releases. A client without it has no opinion."""
 
-    def still_held(self, lease: Lease) -> bool: ...
+    def still_held(self, lease: Lease) -> bool | None: ...  # None: no opinion after all
 
 
 @runtime_checkable

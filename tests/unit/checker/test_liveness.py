@@ -230,3 +230,35 @@ def test_a_poller_that_sleeps_between_quick_failures_is_still_asking():
                 Op(index=5 + 2 * k, time_ns=t + 10_000_000, process=1, type="fail", f="acquire", key="lock")]
     r = check_liveness(REDIS, ops)
     assert r.valid is False and r.summary["stuck"] == 1 and r.details["stuck"][0]["attempts"] == 24
+
+
+def _held_history(answer, fault: bool) -> list[Op]:
+    S = 1_000_000_000
+    ops = [Op(index=0, time_ns=0, process=0, type="invoke", f="acquire", key="lock"),
+           Op(index=1, time_ns=S // 10, process=0, type="ok", f="acquire", key="lock", value="v", valid_until_ns=2 * S)]
+    if fault:  # a partition from 0.12 s, healed at 0.3 s
+        ops += [Op(index=2, time_ns=S // 10 + 20_000_000, process="nemesis", type="invoke", f="partition"),
+                Op(index=3, time_ns=S // 10 + 21_000_000, process="nemesis", type="ok", f="partition"),
+                Op(index=4, time_ns=3 * S // 10, process="nemesis", type="invoke", f="heal"),
+                Op(index=5, time_ns=3 * S // 10 + 1, process="nemesis", type="ok", f="heal")]
+    ops += [Op(index=6, time_ns=S // 5, process=0, type="invoke", f="held", key="lock"),
+            Op(index=7, time_ns=S // 4, process=0, type="ok", f="held", key="lock", value=answer),
+            Op(index=8, time_ns=S // 2, process=0, type="invoke", f="release", key="lock", value="v"),
+            Op(index=9, time_ns=S // 2 + 1, process=0, type="ok", f="release", key="lock", value="v")]
+    return sorted(ops, key=lambda o: o.time_ns)
+
+
+@pytest.mark.parametrize("answer,fault,valid,unexplained", [
+    (False, False, False, 1),  # denied a lock just granted, with nothing to explain it
+    (False, True, True, 0),  # a partition in between could have taken it (a session that expired)
+    (True, False, True, 0)])
+def test_a_client_that_denies_holding_a_lock_it_was_just_granted(answer, fault, valid, unexplained):
+    from harness.checker.leases import check_held
+
+    r = check_held(REDIS, _held_history(answer, fault))
+    assert r.valid is valid and r.summary["held_false_unexplained"] == unexplained
+    assert r.summary["held_answers"] == 1 and r.summary["held_false"] == int(answer is False)
+    if not valid:
+        assert "did not hold a lock it had just been granted" in r.details["findings"][0]["words"]
+        s = summarize(REDIS, verdicts(REDIS, _held_history(answer, fault)), None, {})
+        assert s["valid"] is False and "DENIED holding" in verdict_text(s).splitlines()[0]
