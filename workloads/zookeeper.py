@@ -292,6 +292,7 @@ class KazooRecipeClient:
     OPTIONS = ZK_OPTIONS
     has_fencing = True
     servers = ("zookeeper", 3)
+    lock_kinds = ("mutex", "rw", "semaphore")  # ReadLock/WriteLock and Semaphore: workloads/kinds_zookeeper.py
 
     def __init__(self, options: Mapping[str, Any] | None = None, clock: Clock | None = None):
         self.s = _Session(options or {})
@@ -301,9 +302,14 @@ class KazooRecipeClient:
     def open(self, nodes: Sequence[Node]) -> None:
         self.s.open(nodes)
 
-    def acquire(self, key: str, ttl_ms: int, timeout_s: float) -> Lease:
+    def acquire(self, key: str, ttl_ms: int, timeout_s: float, *, mode: str | None = None,
+                permits: int | None = None) -> Lease:
         from kazoo.exceptions import LockTimeout
 
+        if mode is not None or permits is not None:
+            from workloads import kinds_zookeeper
+
+            return kinds_zookeeper.acquire(self, key, timeout_s, mode=mode, permits=permits, hold=_Hold)
         lock = self.locks.get(key)
         if lock is None:
             lock = self.locks[key] = self.s.zk.Lock(f"{ROOT}/{key}", "chaoslock")
@@ -338,6 +344,10 @@ class KazooRecipeClient:
         return self.s.still_held(lease)
 
     def release(self, lease: Lease) -> bool:
+        if lease.meta.get("mode") is not None or lease.meta.get("permits") is not None:
+            from workloads import kinds_zookeeper
+
+            return kinds_zookeeper.release(self, lease)
         self.s.holds.pop(lease.value, None)
         lock = self.locks.get(lease.key)
         if lock is None or not lock.is_acquired:

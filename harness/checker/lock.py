@@ -232,7 +232,15 @@ def check_stats(spec: Any, history: Sequence[Op]) -> CheckResult:
             lat.append((done.time_ns - inv.time_ns) / 1e6)
     lat.sort()
     span = (max((o.time_ns for o in history), default=0) - min((o.time_ns for o in history), default=0)) / 1e9
-    sections = sum(1 for o in history if o.f == "write" and o.type == "ok" and o.process != "final")
+    # a critical section is an accepted write, or the read of a holder that only reads (an rw
+    # reader, a semaphore's permit holder: harness/core/kinds.py)
+    reader: dict[Any, bool] = {}
+    sections = 0
+    for o in history:
+        if o.f == "acquire" and o.type == "invoke":
+            reader[o.process] = o.mode == "read" or o.permits is not None
+        elif o.type == "ok" and o.process != "final" and (o.f == "write" or (o.f == "read" and reader.get(o.process))):
+            sections += 1
     return CheckResult(name="stats", valid=True, summary={
         "ops": ops, "acquires_ok": counts["ok"], "acquires_fail": counts["fail"], "acquires_info": counts["info"],
         "critical_sections": sections, "p50_acquire_ms": _quantile(lat, 0.5), "p99_acquire_ms": _quantile(lat, 0.99),

@@ -189,6 +189,8 @@ def cli() -> None:
               help="holders keep the lock until -o margin_ms (default 20) before their validity ends, then write and release")
 @click.option("--nemesis-interval", type=float, default=3.0, show_default=True, help="seconds per fault and between faults")
 @click.option("--clock-jump", "clock_jump_s", type=float, default=None, help="seconds clock-skew jumps (default 2.5 x TTL)")
+@click.option("--lock", "lock", default="mutex", show_default=True, metavar="mutex|rw|semaphore:N",
+              help="lock kind: a mutex, a read-write lock, or a semaphore of N permits (docs/running.md)")
 @click.option("--option", "-o", "options", multiple=True, help="backend option NAME=VALUE (repeatable)")
 @click.option("--netns/--no-netns", default=None, help="require / refuse network namespaces (default: use if possible)")
 @click.option("--cluster", type=click.Choice(CLUSTERS), default="local", show_default=True,
@@ -203,7 +205,7 @@ def cli() -> None:
 @click.option("--repeat", type=click.IntRange(1, 1000), default=1, show_default=True, metavar="M",
               help="run the same spec M times (each run kept) and report \"invalid in k of M\"")
 def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency, keys, seed, ttl_ms, acquire_timeout, hold_max_ms, fencing,
-        watchdog, renew, reenter, hold_until_expiry, nemesis_interval, clock_jump_s, options, netns, cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts,
+        watchdog, renew, reenter, hold_until_expiry, nemesis_interval, clock_jump_s, lock, options, netns, cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts,
         base_port, store, as_json, junit, replay_dir, repeat):
     """Run one chaos test and print its verdict."""
     from harness.engine.runner import run as run_spec
@@ -240,7 +242,7 @@ def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency
                         concurrency=concurrency, keys=keys, seed=seed, ttl_ms=ttl_ms, acquire_timeout=acquire_timeout,
                         hold_max_ms=hold_max_ms, fencing=fencing, renew=renew, reenter=reenter,
                         hold_until_expiry=hold_until_expiry, nemesis_interval=nemesis_interval,
-                        clock_jump_s=clock_jump_s, options=options, netns=netns, cluster=cluster, base_port=base_port, store=store,
+                        clock_jump_s=clock_jump_s, lock=lock, options=options, netns=netns, cluster=cluster, base_port=base_port, store=store,
                         ssh=ssh_settings(cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts),
                         command=shlex.join(["chaos"] + sys.argv[1:] + ([] if "--seed" in sys.argv else ["--seed", str(seed)])))
     spec = spec.validate()

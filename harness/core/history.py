@@ -46,6 +46,8 @@ class Op:
     node: str | None = None
     error: str | None = None
     valid_until_ns: int | None = None  # acquire/renew ok: until when the client believes its lease is valid
+    mode: str | None = None  # an rw lock's acquire: "read" or "write" (harness/core/kinds.py)
+    permits: int | None = None  # a semaphore's acquire: its N
 
     def to_dict(self) -> dict:
         return {k: v for k in _OP_FIELDS if (v := getattr(self, k)) is not None or k == "value"}
@@ -98,6 +100,11 @@ def check_fields(d: Any, where: str) -> None:
     vu = d.get("valid_until_ns")
     if vu is not None and (not _is_int(vu) or not 0 <= vu <= MAX_TIME_NS):
         raise BadHistory(f"{where}: valid_until_ns must be a non-negative integer of nanoseconds or null, got {_short(vu)}")
+    if d.get("mode") is not None and d["mode"] not in ("read", "write"):
+        raise BadHistory(f"{where}: mode must be \"read\", \"write\" or null, got {_short(d['mode'])}")
+    n = d.get("permits")
+    if n is not None and (not _is_int(n) or n < 1):
+        raise BadHistory(f"{where}: permits must be a positive integer or null, got {_short(n)}")
     for k in ("key", "node", "error"):
         if d.get(k) is not None and not isinstance(d[k], str):
             raise BadHistory(f"{where}: {k} must be a string or null, got {_short(d[k])}")
@@ -193,7 +200,7 @@ def read_history(path: str | os.PathLike) -> list[Op]:
             index = ops[-1].index + 1 if ops else 0
         op = Op(index=index, time_ns=d["time_ns"], process=d["process"], type=d["type"], f=d["f"],
                 key=d.get("key"), value=d.get("value"), token=d.get("token"), node=d.get("node"), error=d.get("error"),
-                valid_until_ns=d.get("valid_until_ns"))
+                valid_until_ns=d.get("valid_until_ns"), mode=d.get("mode"), permits=d.get("permits"))
         if ops and index <= ops[-1].index:
             _index_error(op, f"{p} line {n}", ops, line_of)
         proc = op.process
@@ -241,6 +248,9 @@ def _fields_ok(d: Any) -> bool:
     if (i is not None and (type(i) is not int or i < 0)) or (tok is not None and type(tok) is not int):
         return False
     if vu is not None and (type(vu) is not int or not 0 <= vu <= MAX_TIME_NS):
+        return False
+    mode, n = d.get("mode"), d.get("permits")
+    if (mode is not None and mode not in ("read", "write")) or (n is not None and (type(n) is not int or n < 1)):
         return False
     return all(d.get(k) is None or type(d[k]) is str for k in ("key", "node", "error"))
 
@@ -300,7 +310,7 @@ class HistoryWriter:
         get = d.get
         return Op(index=index, time_ns=d["time_ns"], process=d["process"], type=d["type"], f=d["f"], key=get("key"),
                   value=get("value"), token=get("token"), node=get("node"), error=get("error"),
-                  valid_until_ns=get("valid_until_ns"))
+                  valid_until_ns=get("valid_until_ns"), mode=get("mode"), permits=get("permits"))
 
     def close(self) -> None:
         if not self._f.closed:

@@ -20,6 +20,8 @@
                    reported, then write and release: releases race the expiry on the server
   nemesis_interval seconds between fault start and heal, and between faults
   clock_jump_s     how far clock-skew jumps (default 2.5 x TTL)
+  lock             the lock kind: "mutex", "rw" or "semaphore:N" (harness/core/kinds.py); the
+                   backend must list it; every acquire records it, and the checkers read it there
   options          backend options (timeouts, retries, session timeout, ...)
   netns            True: namespaces required; False: loopback; None: namespaces if possible
   base_port        first loopback port (None: free ports); ignored with namespaces
@@ -68,6 +70,7 @@ class TestSpec:
     hold_until_expiry: bool = False
     nemesis_interval: float = 3.0
     clock_jump_s: float | None = None
+    lock: str = "mutex"
     key: str = "chaos-lock"
     options: Mapping[str, Any] = field(default_factory=dict)
     netns: bool | None = None
@@ -83,7 +86,7 @@ class TestSpec:
         return f"{self.backend}-{'+'.join(self.nemesis) or 'none'}" + ("-fenced" if self.fencing else "") \
             + ("-renew" if self.renew else "") + ("-reenter" if self.reenter else "") \
             + ("-expiry" if self.hold_until_expiry else "") \
-            + (f"-k{self.keys}" if self.keys != 1 else "")
+            + (f"-k{self.keys}" if self.keys != 1 else "") + _kind_suffix(self.lock)
 
     @property
     def lock_keys(self) -> tuple[str, ...]:
@@ -161,9 +164,13 @@ class TestSpec:
             raise BadArgument(f"options must be a mapping of NAME to VALUE, not {type(self.options).__name__}")
         if not isinstance(self.facts, Mapping):
             raise BadArgument(f"facts must be a mapping, not {type(self.facts).__name__}")
+        from harness.core import kinds
+
+        kind = kinds.parse(self.lock)
+        kinds.require(self.backend, backend, kind)
         typed, _ = options.resolve(backend, nemeses, self.options)
         plugins.servers_of(self.backend, typed)  # a backend whose servers come from its options checks them now
-        return dataclasses.replace(self, options=typed)
+        return dataclasses.replace(self, options=typed, lock=str(kind))
 
     def notes(self) -> list[str]:
         """What the user should know about this spec before it runs (options without effect)."""
@@ -193,3 +200,12 @@ class TestSpec:
         if "nemesis" in kw:
             kw["nemesis"] = tuple(kw["nemesis"])
         return cls(**kw)
+
+
+def _kind_suffix(lock: str) -> str:
+    from harness.core.kinds import parse
+
+    try:
+        return parse(lock).suffix
+    except Exception:
+        return f"-{lock}"  # an unvalidated spec still has a name

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.core.errors import NotAcquired
+from harness.core.kinds import READ_SHARE
 from harness.core.history import begins_hold, ends_hold, now_ns
 from harness.core.interrupts import die_with_parent
 from harness.core.options import cluster_option
@@ -270,20 +271,24 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random, end: float |
     `counter` that key's. False when the process id must change. `end` (monotonic) is
     when the run stops: acquires invoked close to it wait less."""
     key = key or spec.key
-    rec("invoke", "acquire", key=key)
+    kind = _kind(getattr(spec, "lock", "mutex"))
+    # the lock kind's keywords (harness/core/kinds.py): none for the mutex, so its calls and
+    # its random choices are what they always were
+    how = {} if kind.name == "mutex" else kind.acquire_args("read" if kind.name == "rw" and rng.random() < READ_SHARE else None)
+    rec("invoke", "acquire", key=key, **how)
     started = time.monotonic()
     timeout = spec.acquire_timeout if end is None else min(spec.acquire_timeout, max(TAIL_TIMEOUT_S, end - started))
     try:
-        lease = client.acquire(key, spec.ttl_ms, timeout)
+        lease = client.acquire(key, spec.ttl_ms, timeout, **how)
     except NotAcquired as e:
-        rec("fail", "acquire", key=key, error=str(e)[:300])
+        rec("fail", "acquire", key=key, error=str(e)[:300], **how)
         _backoff(started, rng, rec)
         return True
     except Exception as e:
-        rec("info", "acquire", key=key, error=_err(e))
+        rec("info", "acquire", key=key, error=_err(e), **how)
         _backoff(started, rng, rec)
         return False
-    rec("ok", "acquire", key=key, value=lease.value, token=lease.token, valid_until_ns=lease.valid_until_ns)
+    rec("ok", "acquire", key=key, value=lease.value, token=lease.token, valid_until_ns=lease.valid_until_ns, **how)
     token = lease.token
     resource = f"{key}:counter"
     if not still_held(client, lease, rec):
@@ -321,6 +326,8 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random, end: float |
             if hold > 0:
                 rec.flush()
                 time.sleep(hold)
+        if how.get("mode") == "read" or kind.name == "semaphore":
+            return release(client, lease, rec)  # a reader or a permit holder only reads: its section ends here
         rec("invoke", "write", key=resource, value=value + 1, token=token)
         try:
             counter.write(value + 1, token)
@@ -332,6 +339,18 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random, end: float |
             release(client, lease, rec)
             return False
     return release(client, lease, rec)
+
+
+def _kind(lock: str):
+    kind = _KINDS.get(lock)
+    if kind is None:
+        from harness.core.kinds import parse
+
+        kind = _KINDS[lock] = parse(lock)
+    return kind
+
+
+_KINDS: dict = {}
 
 
 def reenter(spec, client, lease, rec: Recorder) -> bool:

@@ -80,7 +80,7 @@ def test_a_spec_is_a_frozen_keyword_only_value():
 def test_every_field_survives_spec_json():
     spec = TestSpec(backend="etcd", nemesis=("partition", "kill"), time_limit=12.5, recovery=2, concurrency=3, keys=4,
                     seed=2**62, ttl_ms=750, acquire_timeout=0.5, hold_max_ms=300, fencing=True, renew=True, reenter=True, hold_until_expiry=True,
-                    nemesis_interval=1.5, clock_jump_s=-4.0, key="k:1", options={"partition_shape": "one"},
+                    nemesis_interval=1.5, clock_jump_s=-4.0, lock="semaphore:2", key="k:1", options={"partition_shape": "one"},
                     netns=False, base_port=20000, store="/tmp/s", cluster="compose", command="chaos run -b etcd")
     d = spec.to_dict()
     assert set(d) == {f.name for f in dataclasses.fields(TestSpec)}  # spec.json holds every setting
