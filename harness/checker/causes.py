@@ -11,7 +11,8 @@ For two holders at once, A (the earlier) and B (the later):
 
 - **holder overran its lease** (`overran-*`): B was granted after A's own validity had ended,
   and A went on as holder. Why A was late: it was paused (`overran-paused`: a pause-holder
-  of its worker covers the overrun), cut off from the servers (`overran-cut-off`), or
+  of its worker covers the overrun), cut off from the servers (`overran-cut-off`; for a
+  session design also a partition among the servers, which can isolate its session), or
   neither (`overran-no-fault`: a slow machine, the articles' GC pause for real). The design
   promised nothing past the lease; fencing is the defence.
 - **granted while the lease was still valid** (`early-*`): B's acquire returned before A's
@@ -295,6 +296,14 @@ class Attribution:
             return {"cause": "overran-cut-off", **out,
                     "detail": f"{CAUSES['overran-cut-off']}: process {a.process} went on {past_s:g} s past its "
                               f"lease while cut off; {FENCING}"}
+        # a session design: a partition of the servers can isolate the holder's session (its
+        # server loses the quorum), which ends the lease as surely as cutting the client off
+        split = [f for f in self.faults if "early-partition" in f.explains and f.meets(a.start_ns, a.end_ns)] \
+            if self.kind in SESSIONS else []
+        if split:
+            return {"cause": "overran-cut-off", **out,
+                    "detail": f"{CAUSES['overran-cut-off']}: process {a.process} went on {past_s:g} s past its "
+                              f"lease while a partition split the servers its session lives on; {FENCING}"}
         return {"cause": "overran-no-fault", **out,
                 "detail": f"{CAUSES['overran-no-fault']}: process {a.process} went on {past_s:g} s past its lease "
                           f"with no fault recorded on it; {FENCING}"}

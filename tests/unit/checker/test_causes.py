@@ -294,3 +294,21 @@ def test_the_validity_survives_a_stored_history_and_a_wrong_one_is_refused(tmp_p
     p.write_text(json.dumps(line) + "\n" + json.dumps(dict(ok, valid_until_ns="soon")) + "\n")
     with pytest.raises(BadHistory, match="valid_until_ns must be a non-negative integer"):
         read_history(p)
+
+
+def test_a_partition_of_the_servers_cuts_off_a_session_holder_that_overran():
+    grudge = {"shape": "halves", "grudge": {"z1": ["z2"]}}
+    assert overrun(H("zookeeper")).fault("partition", 1.0, grudge, "heal", 5).cause()["cause"] == "overran-cut-off"
+    assert overrun(H("redis")).fault("partition", 1.0, grudge, "heal", 5).cause()["cause"] == "overran-no-fault"
+
+
+def test_a_release_in_flight_is_no_excuse_when_releases_delete_only_their_own_lock():
+    def story(checks_owner) -> H:
+        h = H("redis-unsafe-release").acquire(2, 0, 0.01, valid=3).release(2, 1.0, done=1.5, type_="info")
+        h.spec.facts = {"release_checks_owner": checks_owner}
+        h.fault("partition-client", 0.5, {"client": "c3", "worker": 2, "servers": ["n1"]}, "heal-client", 4)
+        return h.acquire(0, 4.2, 4.5, valid=7).acquire(1, 4.6, 5.0, valid=8).release(0, 6).release(1, 6.5)
+
+    assert story(None).cause()["cause"] == "early-foreign-release"
+    assert story(False).cause()["cause"] == "early-foreign-release"
+    assert story(True).cause()["cause"] == "unexplained"
