@@ -29,6 +29,11 @@ finding: "said it did not hold a lock it had just been granted". Any recorded fa
 span could have taken the lock (a session expiring under a partition): not judged. A run
 without `held` ops (a client with no opinion, or a run stored before they were recorded)
 has nothing to judge here, and says so (`held_answers` 0).
+
+**Shown, not judged** (`check_grants`): releases that answered `fail` or `info` after which
+nobody could take the lock until the releaser's validity ran out (its key lingered while it
+believed it gone, or did not know: `lingering_releases`, with how long), and two grants of one
+key that carry the same fencing token (`duplicate_tokens`: fencing cannot tell their writes apart).
 """
 
 from __future__ import annotations
@@ -157,6 +162,41 @@ def check_held(spec: Any, history: Sequence[Op]) -> CheckResult:
         details={"findings": findings[:MAX_LISTED]})
 
 
+LINGER_SLACK_NS = 50_000_000  # a next grant this close to the releaser's validity came when its key expired
+
+
+def check_grants(spec: Any, history: Sequence[Op]) -> CheckResult:
+    """Lingering releases and grants sharing a fencing token (module doc): shown, not judged."""
+    ops = _client_ops(history)
+    grants = [o for o in ops if o.f == "acquire" and o.type == "ok"]
+    valid_until: dict[Any, int | None] = {}
+    lingering = []
+    for op in ops:
+        if op.f in ("acquire", "renew") and op.type == "ok":
+            valid_until[op.process] = op.valid_until_ns
+        elif op.f == "release" and op.type in ("fail", "info") and not (op.error or "").startswith(KILLED):
+            v = valid_until.pop(op.process, None)
+            nxt = next((g for g in grants if g.time_ns > op.time_ns and g.key == op.key and g.process != op.process), None)
+            asked = nxt is not None and any(o.f == "acquire" and o.type in ("fail", "info") and o.key == op.key
+                                            and op.time_ns < o.time_ns < nxt.time_ns for o in ops)
+            if v is not None and nxt is not None and asked and nxt.time_ns >= v - LINGER_SLACK_NS:
+                lingering.append({"release": _brief(op), "next_grant": _brief(nxt),
+                                  "lingered_s": round((nxt.time_ns - op.time_ns) / 1e9, 3)})
+    seen: dict[tuple, Op] = {}
+    duplicates = []
+    for g in grants:
+        if g.token is None:
+            continue
+        first = seen.setdefault((g.key, g.token), g)
+        if first is not g:
+            duplicates.append({"token": g.token, "first": _brief(first), "again": _brief(g)})
+    return CheckResult(name="grants", valid=True, summary={
+        "lingering_releases": len(lingering),
+        "lingered_s": max((x["lingered_s"] for x in lingering), default=None),
+        "duplicate_tokens": len(duplicates)},
+        details={"lingering": lingering[:MAX_LISTED], "duplicates": duplicates[:MAX_LISTED]})
+
+
 def overlong_limit_ns(spec: Any) -> int | None:
     """The longest validity an acquire or renew may hand out, or None when it cannot be
     known (a session design whose session timeout the run did not record)."""
@@ -202,4 +242,4 @@ def check_fresh_leases(spec: Any, history: Sequence[Op]) -> CheckResult:
         error=error)
 
 
-__all__ = ["check_outlived", "check_fresh_leases", "check_held", "fault_spans"]
+__all__ = ["check_outlived", "check_fresh_leases", "check_held", "check_grants", "fault_spans"]

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 from harness.core.contracts.checker import UNKNOWN, CheckResult, merge_valid, safe_check
 from harness.checker.keys import per_key
 from harness.checker.kinds import check_exclusion, check_linearizable_lock
-from harness.checker.leases import check_fresh_leases, check_held, check_outlived
+from harness.checker.leases import check_fresh_leases, check_grants, check_held, check_outlived
 from harness.checker.liveness import check_liveness
 from harness.checker.linearizable import LinearizableChecker
 from harness.checker.properties import check_reentrancy
@@ -65,6 +65,7 @@ REGISTRY: tuple[Callable[[Any], Entry | None], ...] = (
     lambda spec: Entry(name="outlived", check=check_outlived, decides=FINDINGS),
     lambda spec: Entry(name="fresh-leases", check=check_fresh_leases, decides=FINDINGS),
     lambda spec: Entry(name="held", check=check_held, decides=FINDINGS),
+    lambda spec: Entry(name="grants", check=check_grants, decides=False),
 )
 
 

@@ -128,6 +128,11 @@ def liveness_lines(s: dict) -> list[str]:
     if s.get("expired_grants") or s.get("overlong_grants"):
         lines.append(f"  granted an expired lease {s.get('expired_grants') or 0} time(s), "
                      f"a lease longer than the TTL {s.get('overlong_grants') or 0} time(s)")
+    if s.get("lingering_releases"):
+        lines.append(f"  {s['lingering_releases']} release(s) answered fail or info, and nobody could take the lock "
+                     f"until the releaser's lease ran out (up to {s.get('lingered_s')} s)")
+    if s.get("duplicate_tokens"):
+        lines.append(f"  {s['duplicate_tokens']} grant(s) carried a fencing token another grant of the key already had")
     return lines
 
 

@@ -262,3 +262,25 @@ def test_a_client_that_denies_holding_a_lock_it_was_just_granted(answer, fault, 
         assert "did not hold a lock it had just been granted" in r.details["findings"][0]["words"]
         s = summarize(REDIS, verdicts(REDIS, _held_history(answer, fault)), None, {})
         assert s["valid"] is False and "DENIED holding" in verdict_text(s).splitlines()[0]
+
+
+def test_a_release_that_failed_and_left_its_key_to_expire_and_a_reused_token_are_counted():
+    from harness.checker.leases import check_grants
+
+    S = 1_000_000_000
+    ops = [Op(index=0, time_ns=0, process=0, type="invoke", f="acquire", key="k"),
+           Op(index=1, time_ns=1, process=0, type="ok", f="acquire", key="k", value="a", token=7, valid_until_ns=2 * S),
+           Op(index=2, time_ns=S // 2, process=0, type="invoke", f="release", key="k", value="a"),
+           Op(index=3, time_ns=S // 2 + 1, process=0, type="info", f="release", key="k", error="timed out"),
+           Op(index=4, time_ns=S, process=1, type="invoke", f="acquire", key="k"),
+           Op(index=5, time_ns=S + 1, process=1, type="fail", f="acquire", key="k"),
+           Op(index=6, time_ns=S + 2, process=1, type="invoke", f="acquire", key="k"),
+           Op(index=7, time_ns=2 * S, process=1, type="ok", f="acquire", key="k", value="b", token=7, valid_until_ns=4 * S)]
+    r = check_grants(REDIS, ops)
+    assert r.valid is True  # shown, not judged
+    assert r.summary == {"lingering_releases": 1, "lingered_s": 1.5, "duplicate_tokens": 1}
+    quick = [o for o in ops if o.index != 7] + [Op(index=7, time_ns=S + 3, process=1, type="ok", f="acquire", key="k",
+                                                     value="b", token=8, valid_until_ns=3 * S)]
+    assert check_grants(REDIS, quick).summary["lingering_releases"] == 0  # granted long before a's lease ran out
+    text = verdict_text(summarize(REDIS, verdicts(REDIS, ops), None, {}))
+    assert "nobody could take the lock until the releaser's lease ran out (up to 1.5 s)" in text
