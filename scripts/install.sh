@@ -4,7 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 . scripts/debs.sh
-need_debs install iproute2 iptables libfaketime etcd-server etcd-client zookeeper chromium openssh-client
+need_debs install iproute2 iptables libfaketime etcd-server etcd-client zookeeper chromium openssh-client \
+  redis-tools  # redis-benchmark: the Redis designs' yardstick (harness/commands/compare/yardstick.py)
 
 # sshd for the ssh provider's tests, whose "remote hosts" are namespaces each running an sshd
 # of the test's own. Installed with a policy-rc.d that keeps Debian from starting its own

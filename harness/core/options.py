@@ -102,6 +102,9 @@ CLUSTER_OPTIONS = (
            help="with --hold-until-expiry: a holder writes and releases this long before its validity ends"),
     Option(name="max_history_mb", type=int, default=2048, min=1, max=1_000_000,
            help="the history may grow to this many MB; a run that reaches it stops its workload there, with a note"),
+    Option(name="load_clients", type=int, default=0, min=0, max=4096,
+           help="load mode (fault-free performance runs): this many clients per worker process, as threads of "
+                "the same client code; 0: one process per client, as every fault needs"),
 )
 
 

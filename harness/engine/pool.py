@@ -22,6 +22,7 @@ from typing import Any
 
 from harness.core.contracts.cluster import Cluster
 from harness.core.errors import ClusterError
+from harness.core.options import cluster_option
 from harness.engine.worker import FAILED, READY, WorkerArgs, worker_main
 
 
@@ -32,7 +33,7 @@ def _context():
     so a worker always has its runner's environment and directory, and nothing outlives the
     run, also in a process that runs many (pytest, chaos compare)."""
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["harness.engine.forkserver_guard", "harness.engine.worker", "workloads.redis_single", "workloads.redlock", "workloads.etcd",
+    ctx.set_forkserver_preload(["harness.engine.forkserver_guard", "harness.engine.worker", "harness.engine.load", "workloads.redis_single", "workloads.redlock", "workloads.etcd",
                                 "workloads.zookeeper", "workloads.resource"])
     return ctx
 
@@ -107,6 +108,12 @@ class Workers:
     the nemeses, stopped at the end (resuming paused ones first)."""
 
     def __init__(self, spec: Any, cluster: Cluster, log_dir: Path | None = None):
+        self.load = cluster_option(spec.options, "load_clients")  # clients per process (harness/engine/load.py)
+        if self.load and spec.nemesis:
+            from harness.core.errors import BadArgument
+
+            raise BadArgument(f"-o load_clients serves fault-free performance runs; a fault ({', '.join(spec.nemesis)}) "
+                              f"needs one process per client: drop -o load_clients or the nemesis")
         self.ctx = _context()
         self.queue = self.ctx.Queue()
         self.stop_event = self.ctx.Event()
@@ -144,7 +151,15 @@ class Workers:
                               cgroup_procs=procs, waiting=self.waiting, recorded=self.recorded,
                               processes=self.processes, parking=self.parking)
             self.args.append(args)
-            self.procs.append(self._process(args))
+        if self.load:  # harness/engine/load.py: procs[i] hosts the clients of groups[i]
+            from harness.engine.load import groups, load_main
+
+            for position, slots in enumerate(groups(spec.concurrency, self.load)):
+                self.procs.append(self.ctx.Process(target=load_main, name=f"chaos-load-{position}", daemon=True,
+                                                   args=(position, [self.args[i] for i in slots], self.queue,
+                                                         self.stop_event, self.go)))
+        else:
+            self.procs = [self._process(args) for args in self.args]
 
     def _process(self, args: WorkerArgs):
         return self.ctx.Process(target=worker_main, args=(args, self.queue, self.stop_event, self.go),

@@ -1,0 +1,145 @@
+"""The service's own yardstick: how many lock cycles the servers can serve to a native load
+tool, measured on a cluster of the same kind in the same run as our figure.
+
+A performance figure of ours means something only beside the service's ceiling: a Python
+driver on 2 cores saturates long before valkey does (issue 30). For the Redis designs the
+tool is Debian's `redis-benchmark` (C, hiredis) sending the design's own commands: EVAL of
+workloads.redis_single.ACQUIRE (SET NX PX and INCR of the fence, one script) and EVAL of
+workloads.redis_common.RELEASE (compare-and-delete). It runs one command at a time, so a
+cycle is measured as its two halves: cycles/s = 1 / (1/acquires/s + 1/releases/s), the
+rate at which one server does both. Keys are random over 10^9 (`-r`), so the acquire takes
+a free key almost always; the release then finds mostly no key of its value (redis-benchmark
+cannot give a release the key an acquire took), so it runs the script's GET without the DEL:
+the printed `acquired` and `deleted` shares say how far each half was the full path.
+
+The tool runs in client c1's network namespace, against the lock node as the workers reach it.
+Must not: run on servers a nemesis touches, or report a rate it did not measure (a tool that
+fails raises ChaosError with its output's last line).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from harness.core.errors import ChaosError, MissingDependency
+
+BENCH_KEYS = 1_000_000_000  # redis-benchmark -r: random keys from this many, so acquires rarely collide
+PREFIX = "yardstick:"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Yardstick:
+    """One design's ceiling as its native tool measured it."""
+
+    tool: str
+    cycles_per_s: float
+    acquires_per_s: float
+    releases_per_s: float
+    connections: int
+    acquired_share: float | None = None  # of the acquires, those that set the key (the full path)
+    deleted_share: float | None = None  # of the releases, those that deleted (the full path)
+
+    def line(self) -> str:
+        shares = ""
+        if self.acquired_share is not None:
+            shares = f"; {100 * self.acquired_share:.0f} % acquired, {100 * (self.deleted_share or 0):.0f} % deleted"
+        return (f"{self.tool}, {self.connections} connections: {self.cycles_per_s:,.0f} cycles/s "
+                f"(acquire {self.acquires_per_s:,.0f}/s, release {self.releases_per_s:,.0f}/s{shares})")
+
+
+def cycle_rate(acquires_per_s: float, releases_per_s: float) -> float:
+    """Acquire and release done one after the other by the same server: the harmonic sum."""
+    if acquires_per_s <= 0 or releases_per_s <= 0:
+        return 0.0
+    return 1.0 / (1.0 / acquires_per_s + 1.0 / releases_per_s)
+
+
+def redis_benchmark() -> str:
+    found = shutil.which("redis-benchmark")
+    if found is None:
+        raise MissingDependency("redis-benchmark not found; run `make install` (it installs Debian's redis-tools)")
+    return found
+
+
+def parse_csv_rps(text: str) -> float:
+    """The requests per second of redis-benchmark --csv's one row ("test","rps",...)."""
+    rows = [r for r in csv.reader(io.StringIO(text)) if r]
+    if len(rows) < 2 or "rps" not in rows[0]:
+        raise ChaosError(f"redis-benchmark printed no rate: {(text.strip().splitlines() or ['nothing'])[-1][:200]}")
+    return float(rows[1][rows[0].index("rps")])
+
+
+def _in_netns(netns: str | None):
+    if not netns:
+        return None
+
+    def enter() -> None:
+        from harness.cluster.netns import enter_netns
+
+        enter_netns(netns)
+
+    return enter
+
+
+def redis_yardstick(node, netns: str | None, *, requests: int = 100_000, connections: int = 32,
+                    ttl_ms: int = 60_000) -> Yardstick:
+    """redis-benchmark on `node` (a valkey lock node, nothing else on it): the design's
+    acquire script, then its release script, `requests` each over `connections`."""
+    from harness.cluster.valkey import connect
+    from workloads.redis_common import RELEASE
+    from workloads.redis_single import ACQUIRE
+
+    tool = redis_benchmark()
+    conn = connect(node, timeout=5.0)
+    try:
+        conn.flushall()
+        base = [tool, "-h", node.host, "-p", str(node.port), "-c", str(connections), "-n", str(requests),
+                "-r", str(BENCH_KEYS), "--csv"]
+        fence = f"{PREFIX}fence"
+
+        def bench(*command: str) -> float:
+            out = subprocess.run(base + list(command), capture_output=True, text=True, timeout=600,
+                                 preexec_fn=_in_netns(netns))
+            if out.returncode != 0:
+                raise ChaosError(f"redis-benchmark failed ({out.returncode}): "
+                                 f"{(out.stderr.strip() or out.stdout.strip()).splitlines()[-1:]}")
+            return parse_csv_rps(out.stdout)
+
+        acquires = bench("EVAL", ACQUIRE, "2", f"{PREFIX}__rand_int__", fence, "held-by-yardstick", str(ttl_ms))
+        acquired = int(conn.get(fence) or 0)
+        dels_before = _calls(conn, "del")
+        releases = bench("EVAL", RELEASE, "1", f"{PREFIX}__rand_int__", "held-by-yardstick")
+        deleted = _calls(conn, "del") - dels_before
+        conn.flushall()
+    finally:
+        conn.close()
+    # redis-benchmark sends a few requests past -n on some connections; the shares are capped at 1
+    return Yardstick(tool="redis-benchmark", cycles_per_s=round(cycle_rate(acquires, releases), 1),
+                     acquires_per_s=acquires, releases_per_s=releases, connections=connections,
+                     acquired_share=min(1.0, acquired / requests), deleted_share=min(1.0, deleted / requests))
+
+
+def _calls(conn, command: str) -> int:
+    """How many times the server ran `command` (INFO commandstats counts the scripts' calls)."""
+    stats = conn.info("commandstats").get(f"cmdstat_{command}") or {}
+    return int(stats.get("calls", 0))
+
+
+def _redis(nodes, netns: str | None) -> Yardstick:
+    lock = [n for n in nodes if n.role == "lock"]
+    return redis_yardstick(lock[0], netns)
+
+
+# design -> its yardstick, given the lock nodes as client c1 reaches them and c1's namespace
+YARDSTICKS = {"redis": _redis}
+
+
+def measure_yardstick(backend: str, nodes, netns: str | None) -> Yardstick:
+    """The yardstick of `backend` on its running servers (ChaosError: none for it, or it failed)."""
+    if backend not in YARDSTICKS:
+        raise ChaosError(f"no yardstick for {backend!r}; there is one for: {', '.join(YARDSTICKS)}")
+    return YARDSTICKS[backend](nodes, netns)
