@@ -400,7 +400,7 @@ class ExternalClient:
         valid_ms = self._valid_ms(rep, "acquire")
         valid = now + int((valid_ms if valid_ms is not None else ttl_ms) * 1e6)
         return Lease(key=key, value=value, token=token, acquired_ns=now, valid_until_ns=valid,
-                     meta={"ttl_ms": ttl_ms, "pid": self.proc.pid if self.proc else None})
+                     meta={"ttl_ms": ttl_ms, "pid": self.proc.pid if self.proc else None, "valid_ms": valid_ms})
 
     def release(self, lease: Lease) -> bool:
         rep = self._op({"op": "release", "key": lease.key, "value": lease.value}, self.op_timeout + MARGIN_S)

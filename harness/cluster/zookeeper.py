@@ -215,8 +215,11 @@ class ZooKeeperKind:
         return mode(node, 1.0) in ("leader", "follower", "observer", "standalone")
 
     def cluster_ready(self, nodes: Sequence[Node]) -> bool:
-        """Exactly one leader and every other node a follower (or observer)."""
+        """Exactly one leader and every other node a follower (or observer); a single server
+        serves in standalone mode (ZooKeeper's default for an ensemble of one), with no leader."""
         modes = [mode(n, 1.0) for n in nodes]
+        if len(nodes) == 1 and modes[0] == "standalone":
+            return True
         return modes.count("leader") == 1 and all(m in ("leader", "follower", "observer") for m in modes)
 
     def requests_served(self, node: Node) -> int:

@@ -14,6 +14,7 @@ import shlex
 import shutil
 import tempfile
 import time
+from pathlib import Path
 from typing import Callable
 
 import click
@@ -32,12 +33,27 @@ def steps(a, b, key: str, ttl_ms: int) -> list[tuple[str, Callable[[], str | Non
             return "acquire said ok without a value (the lease's proof of ownership)"
         return None
 
+    def validity():
+        v = state["a"].meta.get("valid_ms")
+        if v is None:
+            return ("the acquire reply has no valid_ms: the harness then assumes the whole TTL from the reply, and "
+                    "cannot check the validity your client believes (docs/client-protocol.md)")
+        if not 0 < v <= ttl_ms * 1.05 + 100:
+            return f"the acquire reply's valid_ms is {v:g}, not within (0, TTL {ttl_ms}] (it counts from the reply)"
+        return None
+
     def exclusive():
         try:
             b.acquire(key, ttl_ms, 0.5)
         except NotAcquired:
             return None
         return "a second client got the lock while the first held it, with no fault at all"
+
+    def still_exclusive():
+        if "renewed" not in state:
+            return None  # the client does not renew: nothing to check
+        why = exclusive()
+        return why and why.replace("held it", "held it after renewing")
 
     def held():
         return "held said false for a lease that was just acquired" if a.still_held(state["a"]) is False else None
@@ -49,6 +65,7 @@ def steps(a, b, key: str, ttl_ms: int) -> list[tuple[str, Callable[[], str | Non
             if "unsupported" in str(e):
                 return None  # allowed: the harness then does not renew this client
             return f"renew of a held lease failed: {e}"
+        state["renewed"] = True
         return None
 
     def release_ok():
@@ -83,8 +100,10 @@ def steps(a, b, key: str, ttl_ms: int) -> list[tuple[str, Callable[[], str | Non
         rep = a._op({"op": "no-such-op"}, 5.0)
         return None if rep["type"] == "unsupported" else f"an unknown op must be answered unsupported, not {rep['type']}"
 
-    return [("acquire a free lock", acquire_ok), ("a second client cannot take it", exclusive),
+    return [("acquire a free lock", acquire_ok), ("its reply carries the validity it believes (valid_ms)", validity),
+            ("a second client cannot take it", exclusive),
             ("held says true while held", held), ("renew a held lease (or say unsupported)", renew),
+            ("after the renew, a second client still cannot take it", still_exclusive),
             ("release it", release_ok), ("a second release says fail", release_again),
             ("the other client acquires it next, with a higher token", other_gets_it),
             ("and releases it", release_b), ("clock tells its wall clock (or says unsupported)", clock),
@@ -105,7 +124,6 @@ def client_check(command, servers, ttl_ms):
 
 def _client_check(command, servers, ttl_ms):
     from harness.cluster.assemble import make_cluster
-    from harness.cluster.provider import state_root
     from harness.core.spec import TestSpec
     from results.store import new_run_id
     from harness.cluster.containment import PROCS_ENV
@@ -115,13 +133,17 @@ def _client_check(command, servers, ttl_ms):
                     options={"command": command, "servers": servers}).validate()
     ExternalClient.servers_for(spec.options)
     run_id = new_run_id()
-    cluster = make_cluster(spec, run_id, state_root() / run_id / "logs", [])
+    # the servers' logs and the clients' stderr: removed at the end, unless the servers never
+    # came up (the error names this directory, so its logs must still be there to read)
+    logs = tempfile.mkdtemp(prefix="chaos-client-check-")
+    cluster = make_cluster(spec, run_id, Path(logs) / "servers", [])
     failed = 0
     clients: list[ExternalClient] = []
-    logs = tempfile.mkdtemp(prefix="chaos-client-check-")  # the clients' stderr, for the start error
     os.environ[LOG_ENV] = os.path.join(logs, "client.log")
+    keep = True
     try:
         cluster.up()
+        keep = False
         if cluster.contained is not None and cluster.contained.procs("clients"):
             os.environ[PROCS_ENV] = cluster.contained.procs("clients")  # each client process joins the run's cgroup
         lock_nodes = [n for n in cluster.nodes if n.role == "lock"]
@@ -144,6 +166,7 @@ def _client_check(command, servers, ttl_ms):
             c.close()
         os.environ.pop(PROCS_ENV, None)
         cluster.down()
-        shutil.rmtree(logs, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(logs, ignore_errors=True)
     print(f"{'all steps passed' if not failed else f'{failed} step(s) failed'}: `{shlex.join(shlex.split(command))}`")
     return 1 if failed else 0

@@ -49,7 +49,7 @@ def run(tmp_path, client, *args):
 def test_the_go_client_passes_the_conformance_check(client):
     r = chaos("client-check", client, "--servers", "etcd:3", timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.count("PASS") == 10 and "all steps passed" in r.stdout
+    assert r.stdout.count("PASS") == 12 and "all steps passed" in r.stdout
 
 
 def test_the_go_client_is_valid_without_faults(tmp_path, client):

@@ -42,7 +42,7 @@ def run(tmp_path, *args):
 def test_curator_passes_the_conformance_check():
     r = chaos("client-check", str(LAUNCHER), "--servers", "zookeeper:3")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.count("PASS") == 10 and "all steps passed" in r.stdout
+    assert r.stdout.count("PASS") == 12 and "all steps passed" in r.stdout
 
 
 def test_curator_is_valid_without_faults(tmp_path):

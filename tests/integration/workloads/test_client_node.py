@@ -22,7 +22,7 @@ def node_client():
 
 def test_it_passes_the_conformance_check():
     r = chaos("client-check", CMD, "--servers", "valkey:5")
-    assert r.returncode == 0 and r.stdout.count("PASS") == 10, r.stdout + r.stderr
+    assert r.returncode == 0 and r.stdout.count("PASS") == 12, r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("nemesis, valid", [("none", True), ("clock-skew", False), ("pause-holder", False)])
