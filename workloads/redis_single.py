@@ -85,6 +85,7 @@ class RedisSingleClient:
     release_checks_owner = True  # a late release cannot delete another holder's lock
     has_fencing = True
     servers = ("valkey", 1)
+    lock_kinds = ("mutex", "semaphore")  # the sorted-set semaphore: workloads/kinds_redis.py
     OPTIONS = (node_timeout(100.0), retry_delay(), DRIFT_FACTOR,
                Option(name="watchdog", type=bool, default=False, help="renew the lease every ttl/3 in the background"),
                Option(name="watchdog_interval_ms", type=float, default=None, above=0, max=3_600_000,
@@ -114,7 +115,11 @@ class RedisSingleClient:
     def _valid_from(self, start_ns: int, ttl_ms: int) -> int:
         return start_ns + int(ttl_ms * (1 - self.drift_factor) * 1e6)
 
-    def acquire(self, key: str, ttl_ms: int, timeout_s: float) -> Lease:
+    def acquire(self, key: str, ttl_ms: int, timeout_s: float, *, permits: int | None = None) -> Lease:
+        if permits is not None:
+            from workloads import kinds_redis
+
+            return kinds_redis.acquire(self, key, ttl_ms, timeout_s, permits, never_sent)
         deadline = time.monotonic() + timeout_s
         polls = 0
         while True:
@@ -163,10 +168,18 @@ class RedisSingleClient:
 
     # -- release and renew --------------------------------------------------------------------
     def release(self, lease: Lease) -> bool:
+        if lease.meta.get("permits") is not None:
+            from workloads import kinds_redis
+
+            return kinds_redis.release(self, lease)
         self.renewals.unhold(lease)
         return bool(int(self.conn.eval(RELEASE, 1, lease.key, lease.value)))
 
     def renew(self, lease: Lease) -> Lease:
+        if lease.meta.get("permits") is not None:
+            from workloads import kinds_redis
+
+            return kinds_redis.renew(self, lease)
         ttl_ms = int(lease.meta.get("ttl_ms", 0)) or 2000
         start = time.monotonic_ns()
         if not int(self.conn.eval(RENEW, 1, lease.key, lease.value, ttl_ms)):

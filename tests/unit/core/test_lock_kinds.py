@@ -30,3 +30,13 @@ def test_the_kind_is_in_the_spec_and_the_name():
     assert spec.lock == "semaphore:2" and spec.name.endswith("-sem2")
     assert TestSpec.from_dict(spec.to_dict()).lock == "semaphore:2"
     assert TestSpec(backend="zookeeper-recipe").validate().name == "zookeeper-recipe-none"
+
+
+@pytest.mark.parametrize("backend,kind,ok", [("redis", "semaphore:2", True), ("redis", "rw", False),
+                                             ("zookeeper-recipe", "rw", True), ("zookeeper", "rw", False)])
+def test_which_backend_has_which_kind(backend, kind, ok):
+    if ok:
+        assert TestSpec(backend=backend, lock=kind).validate().lock == kind
+    else:
+        with pytest.raises(BadArgument, match=f"backend '{backend}' has no rw lock"):
+            TestSpec(backend=backend, lock=kind).validate()
