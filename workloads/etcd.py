@@ -117,6 +117,7 @@ class EtcdClient:
     release_checks_owner = True  # a late release cannot delete another holder's lock
     has_fencing = True
     servers = ("etcd", 3)
+    lock_kinds = ("mutex", "semaphore")  # a lease per holder under a prefix: workloads/kinds_etcd.py
     OPTIONS = ETCD_OPTIONS + (
         Option(name="keepalive", type=bool, default=True, help="renew the lease in the background"),
         Option(name="keepalive_interval_ms", type=float, default=None, above=0, max=3_600_000,
@@ -151,7 +152,11 @@ class EtcdClient:
             ttl = r.TTL
         return int(ttl)
 
-    def acquire(self, key: str, ttl_ms: int, timeout_s: float) -> Lease:
+    def acquire(self, key: str, ttl_ms: int, timeout_s: float, *, permits: int | None = None) -> Lease:
+        if permits is not None:
+            from workloads import kinds_etcd
+
+            return kinds_etcd.acquire(self, key, ttl_ms, timeout_s, permits, lease_seconds=lease_seconds, revoke=_revoke)
         c = self.client
         deadline = time.monotonic() + timeout_s
         value = unique_value()
@@ -242,6 +247,10 @@ class EtcdClient:
 
     # -- release and renew ------------------------------------------------------------------
     def release(self, lease: Lease) -> bool:
+        if lease.meta.get("permits") is not None:
+            from workloads import kinds_etcd
+
+            return kinds_etcd.release(self, lease, _revoke)
         c = self.client
         self.renewals.unhold(lease)
         try:
