@@ -7,7 +7,8 @@ protocol, in full (docs/client-protocol.md has an example):
 
   request  {"id": 1, "op": "init", "servers": [{"kind", "name", "host", "port"}...],
             "key": "chaos-lock", "ttl_ms": 2000, "options": {...}}
-           {"id": 2, "op": "acquire", "key": k, "ttl_ms": t, "timeout_s": s}
+           {"id": 2, "op": "acquire", "key": k, "ttl_ms": t, "timeout_s": s}; with `--lock rw` also
+            "mode": "read" | "write", with `--lock semaphore:N` also "permits": N (the mutex: neither)
            {"id": 3, "op": "release" | "renew" | "held", "key": k, "value": v, "ttl_ms": t}
            {"id": 4, "op": "clock"}: the client's own wall clock, so a clock skew on it is read back
            {"id": 5, "op": "close"}
@@ -138,6 +139,7 @@ class ExternalClient:
     has_fencing = True  # a client that sends no token (null) is simply not fenced
     servers = ("valkey", 1)  # replaced by -o servers (servers_for)
     forwards_options = True  # every -o option reaches the client process in its init, as given
+    lock_kinds = ("mutex", "rw", "semaphore")  # the client says unsupported to a kind it has not
     clock_reads = ("every wall-clock read of the client process (vDSO patch); its monotonic clock stays true",)
     OPTIONS = (
         Option(name="command", type=str, default="", help="the client's command line (set by --client)"),
@@ -380,8 +382,14 @@ class ExternalClient:
         if self.follows_clock:
             threading.Thread(target=self._follow_clock, name="client-clock", daemon=True).start()
 
-    def acquire(self, key: str, ttl_ms: int, timeout_s: float) -> Lease:
-        rep = self._op({"op": "acquire", "key": key, "ttl_ms": ttl_ms, "timeout_s": timeout_s}, timeout_s + MARGIN_S)
+    def acquire(self, key: str, ttl_ms: int, timeout_s: float, *, mode: str | None = None,
+                permits: int | None = None) -> Lease:
+        kind = {k: v for k, v in (("mode", mode), ("permits", permits)) if v is not None}  # harness/core/kinds.py
+        rep = self._op({"op": "acquire", "key": key, "ttl_ms": ttl_ms, "timeout_s": timeout_s, **kind},
+                       timeout_s + MARGIN_S)
+        if rep["type"] == "unsupported" and kind:
+            raise BadArgument(f"the client answered unsupported to an acquire with {', '.join(kind)}: it has no "
+                              f"{'rw lock' if mode else 'semaphore'}; run it with --lock mutex")
         if rep["type"] == "fail":
             raise NotAcquired(str(rep.get("error") or "not acquired"))
         if rep["type"] != "ok":

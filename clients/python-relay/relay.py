@@ -38,7 +38,8 @@ def main() -> None:
                 client.open(nodes)
                 rep = {"type": "ok"}
             elif op == "acquire":
-                lease = client.acquire(req["key"], req["ttl_ms"], req["timeout_s"])
+                kind = {k: req[k] for k in ("mode", "permits") if req.get(k) is not None}  # --lock rw, semaphore:N
+                lease = client.acquire(req["key"], req["ttl_ms"], req["timeout_s"], **kind)
                 leases[lease.value] = lease
                 rep = {"type": "ok", "value": lease.value, "token": lease.token,
                        "valid_ms": (lease.valid_until_ns - time.monotonic_ns()) / 1e6}
