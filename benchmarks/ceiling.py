@@ -27,26 +27,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.cluster.assemble import make_cluster  # noqa: E402
-from harness.commands.compare.battery import cycles_per_s  # noqa: E402
-from harness.commands.compare.yardstick import YARDSTICKS, measure_yardstick  # noqa: E402
+from harness.commands.compare.battery import cycles_per_s, run_yardstick  # noqa: E402
+from harness.commands.compare.yardstick import YARDSTICKS  # noqa: E402
 from harness.core.errors import ChaosError  # noqa: E402
 from harness.core.history import read_history  # noqa: E402
 from harness.core.spec import TestSpec  # noqa: E402
 from harness.engine.runner import run  # noqa: E402
-from results.store import new_run_id  # noqa: E402
-
-
-def yardstick(backend: str, tmp: Path):
-    """The native tool's figure, on a cluster of the design's servers of its own."""
-    spec = TestSpec(backend=backend, concurrency=1)
-    cluster = make_cluster(spec, new_run_id(), tmp / f"yardstick-{backend}", [])
-    cluster.up()
-    try:
-        place = cluster.client(0)
-        return measure_yardstick(backend, place.nodes, place.netns)
-    finally:
-        cluster.down()
 
 
 def chaoslock(backend: str, clients: int, seconds: float, per_process: int, tmp: Path) -> tuple[float | None, str]:
@@ -79,7 +65,7 @@ def main() -> int:
         for b in names:
             t = time.monotonic()
             try:
-                ys = yardstick(b, Path(tmp))
+                ys = run_yardstick(b, tmp)
                 print(f"  {b:10} yardstick  {ys.line()}", flush=True)
                 load, v1 = chaoslock(b, args.clients, args.seconds, args.per_process, Path(tmp))
                 print(f"  {b:10} load mode  {load or 0:,.0f} cycles/s, {args.clients} clients in "

@@ -6,8 +6,12 @@ articles' table for one backend: the metric over the repetitions (median, and th
 spread), the articles' claim, and whether the measurement confirms it (claims.py).
 
 Probes, per backend (quick / full sizes in `Plan`):
+  yardstick    the service's own load tool on the design's commands, on a cluster of the
+               same servers of its own (yardstick.py): the ceiling the throughput row is
+               held against (claims.py); designs without one get no throughput verdict
   latency      1 client, no hold, no fault: acquire p50/p99, acquire+release p50/p99
-  tps-N        N clients over N keys, no hold: cycles per second, for each N (the knee)
+  tps-N        N clients over N keys, no hold: cycles per second, for each N (the knee),
+               in load mode (LOAD_PER_PROCESS clients per worker process, harness/engine/load.py)
   contended    N clients on one key, no hold: P99 under contention, fairness, the
                servers' requests per grant (the herd); for Redis designs also with a
                tight poll (retry_delay_ms=2), the herd without jittered backoff
@@ -35,6 +39,7 @@ BACKENDS = ("redis", "redlock", "etcd", "zookeeper")
 LIBRARY = {"redis": "python-redis-lock", "redlock": "pottery", "etcd": "etcd-recipe", "zookeeper": "zookeeper-recipe"}
 POLLING = ("redis", "redlock")  # designs that poll SET NX: the herd is also measured with a tight poll
 FAULTS = ("pause-holder", "partition", "kill")  # with clock-skew (the clock row's run): the matrix's four
+LOAD_PER_PROCESS = 16  # clients per worker process in the throughput probes (load mode)
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,7 @@ class Measured:
     values: dict[str, list[Any]] = field(default_factory=dict)
     runs: dict[str, list[str]] = field(default_factory=dict)
     curve: dict[int, list[float]] = field(default_factory=dict)  # clients -> cycles/s per repetition
+    yardstick: str | None = None  # what the service's own load tool measured, as a line
 
     def add(self, metric: str, value: Any, run_dir: str | None = None) -> None:
         self.values.setdefault(metric, []).append(value)
@@ -138,6 +144,26 @@ def cut_grants(history: Sequence[Op], workers: int) -> dict[str, int]:
 # ---------------------------------------------------------------------------- the probes
 
 Runner = Callable[[TestSpec], tuple[dict, list[Op], str]]
+Yardstick = Callable[[str, str], Any]  # (backend, where its cluster's files go) -> yardstick.Yardstick
+
+
+def run_yardstick(backend: str, where: str):
+    """The design's yardstick on a cluster of its servers of its own, brought up and down
+    here (None: no yardstick for this design)."""
+    from harness.cluster.assemble import make_cluster
+    from harness.commands.compare.yardstick import YARDSTICKS, measure_yardstick
+    from results.store import new_run_id
+
+    if backend not in YARDSTICKS:
+        return None
+    spec = TestSpec(backend=backend, concurrency=1).validate()
+    cluster = make_cluster(spec, new_run_id(), Path(where) / f"yardstick-{backend}", [])
+    cluster.up()
+    try:
+        place = cluster.client(0)
+        return measure_yardstick(backend, place.nodes, place.netns)
+    finally:
+        cluster.down()
 
 
 def run_probe(spec: TestSpec) -> tuple[dict, list[Op], str]:
@@ -176,8 +202,9 @@ class _Undecided(Exception):
 
 
 def measure(backend: str, plan: Plan, store: str, run: Runner = run_probe,
-            say: Callable[[str], None] = print) -> Measured:
-    """Every probe of the battery on one backend."""
+            say: Callable[[str], None] = print, yardstick: Yardstick | None = None) -> Measured:
+    """Every probe of the battery on one backend; the throughput row's yardstick from
+    `yardstick` (chaos compare passes run_yardstick; None: no yardstick, no throughput verdict)."""
     from harness.checker.properties import check_fairness
     from harness.commands.explore import bisect_boundary
 
@@ -191,6 +218,12 @@ def measure(backend: str, plan: Plan, store: str, run: Runner = run_probe,
         say(f"  {backend:10} {what:24} {_brief(summary)}")
         return summary, history, run_dir
 
+    ys = yardstick(backend, store) if yardstick is not None else None
+    if ys is not None:
+        say(f"  {backend:10} {'yardstick':24} {ys.line()}")
+        m.add("yardstick_cycles_per_s", ys.cycles_per_s)
+        m.yardstick = ys.line()
+    load = {"load_clients": str(LOAD_PER_PROCESS)}
     for rep in range(plan.reps):
         seed = rep + 1
         s, h, d = go("latency", replace(base, concurrency=1, time_limit=plan.run_s, seed=seed))
@@ -199,7 +232,8 @@ def measure(backend: str, plan: Plan, store: str, run: Runner = run_probe,
             m.add(f"{name}_p50_ms", _quantile(xs, 0.5), d)
             m.add(f"{name}_p99_ms", _quantile(xs, 0.99), d)
         for n in plan.clients:
-            s, h, d = go(f"tps {n} clients", replace(base, concurrency=n, keys=n, time_limit=plan.run_s, seed=seed))
+            s, h, d = go(f"tps {n} clients", replace(base, concurrency=n, keys=n, time_limit=plan.run_s, seed=seed,
+                                                     options=load))
             m.curve.setdefault(n, []).append(cycles_per_s(h))
             m.runs.setdefault("throughput", []).append(d)
         s, h, d = go("contended", replace(base, concurrency=plan.contended, time_limit=plan.run_s, seed=seed))

@@ -11,6 +11,13 @@ Each row's rule says when a measurement *confirms* a claim; otherwise it *refute
 is *inconclusive* when the run cannot tell (a rate of 1 in 10,000 needs far more than
 10,000 acquires to show). Absolute numbers hold only on the machine that measured them;
 the page says which, and compares the backends as ratios too.
+
+A performance row (throughput) measures our driver as much as the service: a Python
+client process per lock client saturates 2 cores long before valkey does (issue 30). Such a
+row names its *yardstick*, the same figure from the service's own load tool on the same
+kind of servers in the same run (yardstick.py). Its claim is judged only when our figure is
+within YARDSTICK_FACTOR of the yardstick's; below that it is "inconclusive (driver-bound)",
+and with no yardstick measured it is inconclusive: nothing says who set the ceiling.
 """
 
 from __future__ import annotations
@@ -19,7 +26,9 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 CONFIRMED, REFUTED, INCONCLUSIVE, NOT_CLAIMED = "confirmed", "refuted", "inconclusive", "not claimed"
+DRIVER_BOUND = "inconclusive (driver-bound)"  # our figure is far below the service's own tool's: it measures us
 P99_FACTOR = 2.0  # a measured P99 within this factor of the claimed one confirms it
+YARDSTICK_FACTOR = 2.0  # a performance figure judges a claim only within this factor of the yardstick's
 
 
 @dataclass(frozen=True)
@@ -30,6 +39,7 @@ class Row:
     claims: dict[str, Any]  # backend -> the articles' claim (absent: not claimed)
     judge: Callable[[Any, Any, dict], str] | None  # (measured, claim, all medians of the backend) -> verdict
     claim_text: Callable[[Any], str] = str
+    yardstick: str | None = None  # the metric of the service's own tool for the same figure (a performance row)
 
 
 def _num(v: Any) -> bool:
@@ -113,7 +123,8 @@ ROWS = (
     Row("cycle_p99_ms", "acquire + release p99, 1 client", "ms", {}, None),
     Row("throughput", "throughput, best over the client counts (cycles/s)", "/s",
         {R: (50_000, None), Z: (8_000, 12_000), E: (10_000, 30_000)}, in_range,
-        lambda c: f"{c[0]:,}+ /s" if c[1] is None else f"{c[0]:,}-{c[1]:,} /s"),
+        lambda c: f"{c[0]:,}+ /s" if c[1] is None else f"{c[0]:,}-{c[1]:,} /s", yardstick="yardstick_cycles_per_s"),
+    Row("yardstick_cycles_per_s", "throughput by the service's own load tool (yardstick, cycles/s)", "/s", {}, None),
     Row("knee_clients", "clients where throughput saturates (90 % of best)", "", {}, None),
     Row("contended_p99_ms", "P99 acquire, contended (flash sale)", "ms", {R: 2, RL: 8, E: 12, Z: 18}, near,
         lambda c: f"{c:g} ms"),
@@ -150,9 +161,25 @@ ROWS = (
 )
 
 
+def yardstick_ratio(row: Row, value: Any, medians: dict, digits: int | None = 3) -> float | None:
+    """Our figure over the yardstick's, for a performance row with both measured (rounded
+    for the pages; the verdict takes it whole)."""
+    ys = medians.get(row.yardstick) if row.yardstick else None
+    if not (_num(value) and _num(ys) and ys > 0):
+        return None
+    return value / ys if digits is None else round(value / ys, digits)
+
+
 def verdict(row: Row, backend: str, value: Any, medians: dict) -> tuple[str, str]:
-    """(claim text, verdict) of one cell."""
+    """(claim text, verdict) of one cell. A performance row's claim is judged only when our
+    figure is within YARDSTICK_FACTOR of its yardstick's (see the module docstring)."""
     if backend not in row.claims or row.judge is None:
         return "", NOT_CLAIMED
     claim = row.claims[backend]
+    if row.yardstick is not None and _num(value):
+        ratio = yardstick_ratio(row, value, medians, digits=None)
+        if ratio is None:
+            return row.claim_text(claim), INCONCLUSIVE
+        if ratio < 1 / YARDSTICK_FACTOR:
+            return row.claim_text(claim), DRIVER_BOUND
     return row.claim_text(claim), row.judge(value, claim, medians)

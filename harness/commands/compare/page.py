@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.safefile import atomic_open, write_atomic
-from harness.commands.compare.claims import CONFIRMED, INCONCLUSIVE, NOT_CLAIMED, REFUTED, ROWS, verdict
+from harness.commands.compare.claims import (CONFIRMED, DRIVER_BOUND, INCONCLUSIVE, NOT_CLAIMED, REFUTED, ROWS,
+                                             verdict, yardstick_ratio)
 from results.svg import esc
 
-COLOURS = {CONFIRMED: "#c8f0c8", REFUTED: "#f6c1c1", INCONCLUSIVE: "#fbe3a6", NOT_CLAIMED: "#ffffff"}
+COLOURS = {CONFIRMED: "#c8f0c8", REFUTED: "#f6c1c1", INCONCLUSIVE: "#fbe3a6", DRIVER_BOUND: "#fbe3a6",
+           NOT_CLAIMED: "#ffffff"}
 CHARTS = (("acquire_p50_ms", "acquire p50, 1 client (ms)"), ("contended_p99_ms", "P99 acquire, contended (ms)"),
           ("throughput", "best throughput (cycles/s)"), ("requests_per_grant", "server requests per grant, contended"))
 
@@ -33,7 +35,9 @@ def table(measured: dict[str, dict], backends: list[str]) -> list[dict]:
             claim, word = verdict(row, b, value, m["medians"])
             out.append({"row": row.id, "label": row.label, "unit": row.unit, "backend": b, "value": value,
                         "spread": m["spreads"].get(row.id), "claim": claim, "verdict": word,
-                        "runs": m["runs"].get(row.id, [])})
+                        "runs": m["runs"].get(row.id, []),
+                        "yardstick": m["medians"].get(row.yardstick) if row.yardstick else None,
+                        "ratio": yardstick_ratio(row, value, m["medians"])})
     return out
 
 
@@ -50,6 +54,15 @@ def show(value: Any, spread: Any = None) -> str:
         text = str(value)
     if spread:
         text += f" ({show(spread[0])}–{show(spread[1])})"
+    return text
+
+
+def show_cell(c: dict) -> str:
+    """The value, and for a performance row the yardstick's figure and our share of it."""
+    text = show(c["value"], c["spread"])
+    if c.get("yardstick") is not None:
+        text += f" (yardstick {show(c['yardstick'])}, " + (f"{c['ratio']:.2f}x)" if c.get("ratio") is not None
+                                                          else "ratio —)")
     return text
 
 
@@ -70,11 +83,13 @@ def ratios(cells: list[dict], backends: list[str]) -> list[str]:
 def write_csv(path: Path, cells: list[dict]) -> None:
     with atomic_open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["row", "backend", "value", "spread_min", "spread_max", "claim", "verdict", "runs"])
+        w.writerow(["row", "backend", "value", "spread_min", "spread_max", "claim", "verdict", "yardstick", "ratio",
+                    "runs"])
         for c in cells:
             lo, hi = c["spread"] or ("", "")
             w.writerow([c["row"], c["backend"], "" if c["value"] is None else c["value"], lo, hi, c["claim"],
-                        c["verdict"], " ".join(c["runs"])])
+                        c["verdict"], "" if c.get("yardstick") is None else c["yardstick"],
+                        "" if c.get("ratio") is None else c["ratio"], " ".join(c["runs"])])
 
 
 def _grid(cells: list[dict], backends: list[str]) -> list[tuple[str, dict[str, dict]]]:
@@ -94,14 +109,15 @@ def write_md(path: Path, cells: list[dict], backends: list[str], meta: dict) -> 
         parts = []
         for b in backends:
             c = by[b]
-            cell = show(c["value"], c["spread"])
+            cell = show_cell(c)
             if c["verdict"] != NOT_CLAIMED:
                 cell += f" — claim {c['claim']}: **{c['verdict']}**"
             parts.append(cell)
         lines.append(f"| {label} | " + " | ".join(parts) + " |")
-    counts = {w: sum(c["verdict"] == w for c in cells) for w in (CONFIRMED, REFUTED, INCONCLUSIVE)}
-    lines += ["", f"{counts[CONFIRMED]} claims confirmed, {counts[REFUTED]} refuted, {counts[INCONCLUSIVE]} "
-              "inconclusive.", "", *[f"- {r}" for r in ratios(cells, backends)], "", *meta.get("notes", []), "", f"Run dirs are listed in compare.csv. Took "
+    counts = {w: sum(c["verdict"] == w for c in cells) for w in (CONFIRMED, REFUTED, INCONCLUSIVE, DRIVER_BOUND)}
+    lines += ["", f"{counts[CONFIRMED]} claims confirmed, {counts[REFUTED]} refuted, "
+              f"{counts[INCONCLUSIVE] + counts[DRIVER_BOUND]} inconclusive ({counts[DRIVER_BOUND]} of them driver-bound: "
+              "our figure under half the service's own load tool's).", "", *[f"- {r}" for r in ratios(cells, backends)], "", *meta.get("notes", []), "", f"Run dirs are listed in compare.csv. Took "
               f"{meta['took_s']:.0f} s.", ""]
     write_atomic(path, "\n".join(lines))
 
@@ -154,7 +170,7 @@ def write_html(path: Path, cells: list[dict], backends: list[str], meta: dict) -
             claim = f"<br><small>claim: {e(c['claim'])}: <b>{e(c['verdict'])}</b></small>" \
                 if c["verdict"] != NOT_CLAIMED else ""
             out.append(f"<td class='cell' data-row='{e(c['row'])}' data-backend='{e(b)}' data-verdict='{e(c['verdict'])}'"
-                       f" style='background:{COLOURS[c['verdict']]}'>{e(show(c['value'], c['spread']))}{link}{claim}</td>")
+                       f" style='background:{COLOURS[c['verdict']]}'>{e(show_cell(c))}{link}{claim}</td>")
         out.append("</tr>")
     out.append("</table><ul>" + "".join(f"<li>{e(r)}</li>" for r in ratios(cells, backends)) + "</ul>"
                + "".join(f"<p>{e(n)}</p>" for n in meta.get("notes", [])) + "</body></html>")
