@@ -103,6 +103,7 @@ def fault_legend(fr: Frame) -> list[tuple]:
 # ---------------------------------------------------------------- the lock timeline
 
 LANE_H, LANE_STEP = 20, 27
+READ = "#2ca58d"  # a window held to read (an rw lock); writers keep svg.HELD
 
 
 def _windows(doc: dict, history: Sequence[Op]) -> list[list]:
@@ -123,8 +124,11 @@ def timeline(fr: Frame, doc: dict, history: Sequence[Op]) -> tuple[str, list[str
     top_nem = 34
     top = top_nem + LANE_STEP + 4
     bottom = top + LANE_STEP * max(len(lanes), 1)
-    parts = [svg.legend([("box", HELD, "lock held"), ("box", RED, "held by two at once (violation)"),
-                         ("box", DEADLINE, "end of the lease, as its holder believed")]
+    reads = [w for w in wins if len(w) > 5 and w[5] == "read"]  # an rw lock's readers (harness/checker/kinds.py)
+    parts = [svg.legend([("box", HELD, "held to write" if reads else "lock held")]
+                        + ([("box", READ, "held to read")] if reads else [])
+                        + [("box", RED, "held by two at once (violation)"),
+                           ("box", DEADLINE, "end of the lease, as its holder believed")]
                         + fault_legend(fr), LEFT, 16)]
     parts.append(fault_bands(fr, top_nem, bottom))
     parts.append(svg.x_axis(fr.x, top_nem, bottom, "time since start (s)"))
@@ -163,6 +167,11 @@ def timeline(fr: Frame, doc: dict, history: Sequence[Op]) -> tuple[str, list[str
         for x0, x1, title, open_ in bars:
             cls = "held open" if open_ else "held"
             parts.append(svg.rect(x0, y + 2, max(x1 - x0, 1.0), LANE_H - 4, cls=cls, title=title))
+        for w in by_lane.get(str(p), []):  # readers drawn apart from writers, over the bars
+            if len(w) > 5 and w[5] == "read":
+                s0, s1 = fr.s(w[1]), (fr.s(w[2]) if w[2] is not None else end_s)
+                parts.append(svg.rect(fr.x(s0), y + 2, max(fr.x(s1) - fr.x(s0), 1.0), LANE_H - 4, cls="held read",
+                                      fill=READ, title=f"process {p} held it to read, {s0:.3f} s to {s1:.3f} s"))
         # Each lease's end, as its holder believed it, is a tick: on every window where no bar is
         # merged, and always on the earlier holder of a violation (where an overrun shows).
         for w in by_lane.get(str(p), []):
@@ -180,7 +189,9 @@ def timeline(fr: Frame, doc: dict, history: Sequence[Op]) -> tuple[str, list[str
         a, b = ov.get("first") or {}, ov.get("second") or {}
         s0, s1 = fr.s(ov["start_ns"]), fr.s(ov["end_ns"])
         x0, x1 = fr.x(s0), fr.x(s1)
-        title = (f"violation: processes {a.get('process')} and {b.get('process')} both held the lock for "
+        who = (f" ({' and '.join(ov['modes'])})" if ov.get("modes") and not ov.get("holders", 2) > 2
+               else f" ({ov['holders']} holders at once)" if ov.get("holders", 2) > 2 else "")
+        title = (f"violation{who}: processes {a.get('process')} and {b.get('process')} both held the lock for "
                  f"{ov.get('overlap_ms')} ms, {s0:.3f} s to {s1:.3f} s (tokens {a.get('token')} and "
                  f"{b.get('token')}; acquires #{a.get('index')} and #{b.get('index')})"
                  + (f". {(ov.get('cause') or {}).get('detail')}" if (ov.get("cause") or {}).get("detail") else ""))
@@ -191,6 +202,9 @@ def timeline(fr: Frame, doc: dict, history: Sequence[Op]) -> tuple[str, list[str
     parts.extend(ticks)
     if total and len(overlaps) < total:
         notes.append(f"{len(overlaps)} of {total} violations are drawn (results.json lists the first {len(overlaps)}).")
+    if reads:
+        notes.append(f"A read-write lock: {len(reads):,} windows held to read (green), {len(wins) - len(reads):,} "
+                     f"to write (blue). Readers may overlap each other; a writer overlaps nobody.")
     if merged_total:
         notes.append(f"{len(wins):,} holding windows are drawn as {drawn:,} bars: windows less than a pixel apart "
                      f"are merged into one bar; hover a bar for how many it holds.")

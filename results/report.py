@@ -333,7 +333,8 @@ def render(run_dir: Path, spec: Any, history: Sequence[Op], doc: dict) -> str:
         ("shrink", "Shrink", lambda: shrink_section(run_dir)),  # links to the run it was shrunk from / to
         ("timeline", "Who held the lock", lambda: _chart(charts.timeline(fr, doc, history),
          "One lane per client process; a bar is a window in which the process believed it held the lock "
-         "(from its acquire's ok to its release). Shaded bands are faults; red marks two holders at once. "
+         "(from its acquire's ok to its release); an rw lock's readers are drawn green, its writers blue. "
+         "Shaded bands are faults; red marks holders the lock kind does not allow at once. "
          "Click a fault in a legend to hide its bands.")),
         ("latency", "Acquire latency", lambda: _chart(charts.latency(fr),
          "Each dot is an acquire that succeeded, placed at its invocation; lines are the median and 99th "
