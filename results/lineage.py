@@ -128,21 +128,3 @@ def shrink_section(run_dir: Path) -> str:
 def _name(run: Path) -> str:
     return f"{run.parent.name}/{run.name}"
 
-
-def relink(*run_dirs: Path) -> list[str]:
-    """Redraw the report.html of each run dir from its stored results.json and history (no
-    checker runs again), so a report written before its shrink links to it. Returns one
-    line per report that could not be redrawn (its old report stays)."""
-    from results.report import write_report
-    from results.store import load_run
-
-    failed = []
-    for d in run_dirs:
-        try:
-            spec, history = load_run(Path(d), need_dir=True)
-            doc = json.loads(read_inside(Path(d), Path(d) / "results.json").decode("utf-8"))
-            write_report(Path(d), spec, history, doc)
-        except Exception as e:  # shrink.json is the record; a report left without its links is only an inconvenience
-            failed.append(f"could not redraw {Path(d) / 'report.html'} with its shrink links ({type(e).__name__}: {e}); "
-                          f"`chaos report {d}` draws it again")
-    return failed

@@ -193,8 +193,6 @@ def _write(run_dir, store, target, search, start, best, replays, trials, rate, i
     of the best candidate's last replay; the original itself when nothing smaller was kept)."""
     from results import store as results_store
 
-    from results.lineage import relink
-
     final = replays[best.key()][-1] if replays.get(best.key()) else str(run_dir)
     here = Path(run_dir).resolve()  # absolute: the reports and the index link by these, from any directory
     doc = {"of": str(here), "findings": sorted(target), "trials": trials, "rate": rate,
@@ -211,6 +209,26 @@ def _write(run_dir, store, target, search, start, best, replays, trials, rate, i
     for line in relink(*redraw):  # their reports were written before the shrink: now they link to each other
         print(f"chaos shrink: {line}", file=sys.stderr)
     return final
+
+
+def relink(*run_dirs: Path) -> list[str]:
+    """Redraw the report.html of each run dir from its stored results.json and history (no
+    checker runs again), so a report written before its shrink links to it. Returns one
+    line per report that could not be redrawn (its old report stays)."""
+    from harness.core.safefile import read_inside
+    from results.report import write_report
+    from results.store import load_run
+
+    failed = []
+    for d in run_dirs:
+        try:
+            spec, history = load_run(Path(d), need_dir=True)
+            doc = json.loads(read_inside(Path(d), Path(d) / "results.json").decode("utf-8"))
+            write_report(Path(d), spec, history, doc)
+        except Exception as e:  # shrink.json is the record; a report left without its links is only an inconvenience
+            failed.append(f"could not redraw {Path(d) / 'report.html'} with its shrink links ({type(e).__name__}: {e}); "
+                          f"`chaos report {d}` draws it again")
+    return failed
 
 
 def repeat(spec: Any, times: int, schedule: Schedule | None, human, junit: str | None = None) -> tuple[int, list]:

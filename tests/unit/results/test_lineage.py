@@ -11,7 +11,8 @@ from pathlib import Path
 
 from results import store
 from results.index import render_index
-from results.lineage import lineage, relink
+from harness.commands.shrink import relink
+from results.lineage import lineage
 from tests.conftest import ROOT, eventually
 from tests.unit.commands.test_serve import free_port, get
 from tests.unit.commands.test_shrink import HISTORY
