@@ -1,4 +1,4 @@
-"""The service's own yardstick: how many lock cycles the servers can serve to a native load
+"""The services' own yardsticks: how many lock cycles the servers can serve to a native load
 tool, measured on a cluster of the same kind in the same run as our figure.
 
 A performance figure of ours means something only beside the service's ceiling: a Python
@@ -12,6 +12,11 @@ a free key almost always; the release then finds mostly no key of its value (red
 cannot give a release the key an acquire took), so it runs the script's GET without the DEL:
 the printed `acquired` and `deleted` shares say how far each half was the full path.
 
+For etcd the tool is clients/etcd-yardstick (etcd's own Go client, clientv3, built offline
+from Debian's etcd sources by scripts/clients/etcd-yardstick.sh): goroutines each cycling on a
+key of its own through the design's four calls (lease grant, txn put-if-absent with the
+lease, txn delete-if-value, revoke), timed as whole cycles.
+
 The tool runs in client c1's network namespace, against the lock node as the workers reach it.
 Must not: run on servers a nemesis touches, or report a rate it did not measure (a tool that
 fails raises ChaosError with its output's last line).
@@ -21,9 +26,11 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import shutil
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 from harness.core.errors import ChaosError, MissingDependency
 
@@ -37,13 +44,15 @@ class Yardstick:
 
     tool: str
     cycles_per_s: float
-    acquires_per_s: float
-    releases_per_s: float
     connections: int
+    acquires_per_s: float | None = None  # for a tool that measures the two halves apart
+    releases_per_s: float | None = None
     acquired_share: float | None = None  # of the acquires, those that set the key (the full path)
     deleted_share: float | None = None  # of the releases, those that deleted (the full path)
 
     def line(self) -> str:
+        if self.acquires_per_s is None:
+            return f"{self.tool}, {self.connections} concurrent cycles: {self.cycles_per_s:,.0f} cycles/s"
         shares = ""
         if self.acquired_share is not None:
             shares = f"; {100 * self.acquired_share:.0f} % acquired, {100 * (self.deleted_share or 0):.0f} % deleted"
@@ -134,8 +143,28 @@ def _redis(nodes, netns: str | None) -> Yardstick:
     return redis_yardstick(lock[0], netns)
 
 
+ETCD_TOOL = Path(__file__).resolve().parents[3] / "clients" / "etcd-yardstick" / "bin" / "etcd-yardstick"
+
+
+def etcd_yardstick(nodes, netns: str | None, *, clients: int = 32, conns: int = 4, seconds: float = 4.0,
+                   ttl_s: int = 2) -> Yardstick:
+    """clients/etcd-yardstick against every etcd member (clientv3 balances over them)."""
+    if not ETCD_TOOL.exists():
+        raise MissingDependency(f"{ETCD_TOOL} not built; run `make install` (scripts/clients/etcd-yardstick.sh)")
+    endpoints = ",".join(f"{n.host}:{n.port}" for n in nodes if n.role == "lock")
+    out = subprocess.run([str(ETCD_TOOL), "-endpoints", endpoints, "-clients", str(clients), "-conns", str(conns),
+                          "-seconds", str(seconds), "-ttl", str(ttl_s)], capture_output=True, text=True,
+                         timeout=seconds + 60, preexec_fn=_in_netns(netns))
+    if out.returncode != 0:
+        raise ChaosError(f"etcd-yardstick failed ({out.returncode}): "
+                         f"{(out.stderr.strip() or out.stdout.strip() or 'no output').splitlines()[-1][:300]}")
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    return Yardstick(tool=f"etcd-yardstick (Go clientv3, {conns} connections)", cycles_per_s=round(got["cycles_per_s"], 1),
+                     connections=clients)
+
+
 # design -> its yardstick, given the lock nodes as client c1 reaches them and c1's namespace
-YARDSTICKS = {"redis": _redis}
+YARDSTICKS = {"redis": _redis, "etcd": etcd_yardstick}
 
 
 def measure_yardstick(backend: str, nodes, netns: str | None) -> Yardstick:
