@@ -17,6 +17,10 @@ from Debian's etcd sources by scripts/clients/etcd-yardstick.sh): goroutines eac
 key of its own through the design's four calls (lease grant, txn put-if-absent with the
 lease, txn delete-if-value, revoke), timed as whole cycles.
 
+For ZooKeeper it is clients/zk-yardstick (ZooKeeper's own Java client, Debian's jars,
+scripts/clients/zk-yardstick.sh): threads each creating an EPHEMERAL_SEQUENTIAL node under
+a parent of its own and deleting it.
+
 The tool runs in client c1's network namespace, against the lock node as the workers reach it.
 Must not: run on servers a nemesis touches, or report a rate it did not measure (a tool that
 fails raises ChaosError with its output's last line).
@@ -163,8 +167,26 @@ def etcd_yardstick(nodes, netns: str | None, *, clients: int = 32, conns: int = 
                      connections=clients)
 
 
+ZK_TOOL = Path(__file__).resolve().parents[3] / "clients" / "zk-yardstick" / "bin" / "zk-yardstick"
+
+
+def zk_yardstick(nodes, netns: str | None, *, clients: int = 32, sessions: int = 4, seconds: float = 4.0) -> Yardstick:
+    """clients/zk-yardstick against the whole ensemble (the Java client picks a server per session)."""
+    if not ZK_TOOL.exists():
+        raise MissingDependency(f"{ZK_TOOL} not built; run `make install` (scripts/clients/zk-yardstick.sh)")
+    connect = ",".join(f"{n.host}:{n.port}" for n in nodes if n.role == "lock")
+    out = subprocess.run([str(ZK_TOOL), connect, str(clients), str(sessions), str(seconds)], capture_output=True,
+                         text=True, timeout=seconds + 60, preexec_fn=_in_netns(netns))
+    if out.returncode != 0:
+        raise ChaosError(f"zk-yardstick failed ({out.returncode}): "
+                         f"{(out.stderr.strip() or out.stdout.strip() or 'no output').splitlines()[-1][:300]}")
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    return Yardstick(tool=f"zk-yardstick (ZooKeeper Java client, {sessions} sessions)",
+                     cycles_per_s=round(got["cycles_per_s"], 1), connections=clients)
+
+
 # design -> its yardstick, given the lock nodes as client c1 reaches them and c1's namespace
-YARDSTICKS = {"redis": _redis, "etcd": etcd_yardstick}
+YARDSTICKS = {"redis": _redis, "etcd": etcd_yardstick, "zookeeper": zk_yardstick}
 
 
 def measure_yardstick(backend: str, nodes, netns: str | None) -> Yardstick:
