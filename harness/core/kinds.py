@@ -79,7 +79,21 @@ def require(backend: str, cls: Any, kind: LockKind) -> None:
     have = kinds_of(cls)
     if kind.name not in have:
         raise BadArgument(f"backend {backend!r} has no {kind.name} lock (it has: {', '.join(have)}); "
-                          f"--lock {kind.name} works with the backends that list it in `chaos list`")
+                          f"--lock {kind.name} works with: {', '.join(backends_with(kind.name)) or 'no backend'}")
+
+
+def backends_with(kind: str) -> list[str]:
+    """The backends (built in and plug-ins) that list `kind`; one that cannot load is left out."""
+    from harness.core import plugins
+
+    out = []
+    for name in plugins.backend_names():
+        try:
+            if kind in kinds_of(plugins.backend_class(name)):
+                out.append(name)
+        except Exception:
+            pass  # a plug-in that cannot load has no kinds to offer here
+    return out
 
 
 def of_history(ops: Iterable[Any]) -> LockKind:
