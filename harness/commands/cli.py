@@ -54,7 +54,8 @@ def verdict_text(s: dict, *, interrupted_by: int | None = None) -> str:
     head = verdict_word(v)
     parts = []
     viol = s.get("violations") or 0
-    parts.append("mutual exclusion held" if not viol else f"mutual exclusion violated {viol} time{'s' if viol != 1 else ''}")
+    what = "mutual exclusion" if s.get("lock", "mutex") == "mutex" else f"{s['lock']} exclusion"  # --lock rw, semaphore:N
+    parts.append(f"{what} held" if not viol else f"{what} violated {viol} time{'s' if viol != 1 else ''}")
     acc, rej = s.get("stale_writes_accepted") or 0, s.get("stale_writes_rejected") or 0
     if acc or rej:
         parts.append(f"{rej} stale write{'s' if rej != 1 else ''} rejected by fencing, {acc} accepted"

@@ -40,3 +40,11 @@ def test_which_backend_has_which_kind(backend, kind, ok):
     else:
         with pytest.raises(BadArgument, match=f"backend '{backend}' has no rw lock"):
             TestSpec(backend=backend, lock=kind).validate()
+
+
+def test_the_verdict_line_names_the_kind():
+    from harness.commands.cli import verdict_text
+
+    assert "rw exclusion held" in verdict_text({"valid": True, "lock": "rw", "critical_sections": 3})
+    assert "semaphore:2 exclusion violated 4 times" in verdict_text({"valid": False, "lock": "semaphore:2", "violations": 4})
+    assert "mutual exclusion held" in verdict_text({"valid": True, "critical_sections": 3})
