@@ -30,8 +30,9 @@ span could have taken the lock (a session expiring under a partition): not judge
 without `held` ops (a client with no opinion, or a run stored before they were recorded)
 has nothing to judge here, and says so (`held_answers` 0).
 
-**Shown, not judged** (`check_grants`): releases that answered `fail` or `info` after which
-nobody could take the lock until the releaser's validity ran out (its key lingered while it
+**Shown, not judged** (`check_grants`): releases asked for while their lease was valid that
+answered `fail` or `info`, after which, with no fault in effect, nobody could take the lock
+until the releaser's validity ran out (its key lingered while it
 believed it gone, or did not know: `lingering_releases`, with how long), and two grants of one
 key that carry the same fencing token (`duplicate_tokens`: fencing cannot tell their writes apart).
 """
@@ -167,19 +168,32 @@ LINGER_SLACK_NS = 50_000_000  # a next grant this close to the releaser's validi
 
 def check_grants(spec: Any, history: Sequence[Op]) -> CheckResult:
     """Lingering releases and grants sharing a fencing token (module doc): shown, not judged."""
+    from harness.checker.causes import faults_of
+    from harness.core import faults
+
+    spans = [(f.start_ns, f.end_ns) for f in faults_of(history, faults.table(getattr(spec, "facts", None)))]
     ops = _client_ops(history)
     grants = [o for o in ops if o.f == "acquire" and o.type == "ok"]
     valid_until: dict[Any, int | None] = {}
+    asked_at: dict[Any, int] = {}  # process -> when its pending op was invoked
     lingering = []
     for op in ops:
-        if op.f in ("acquire", "renew") and op.type == "ok":
+        if op.type == "invoke":
+            asked_at[op.process] = op.time_ns
+        elif op.f in ("acquire", "renew") and op.type == "ok":
             valid_until[op.process] = op.valid_until_ns
         elif op.f == "release" and op.type in ("fail", "info") and not (op.error or "").startswith(KILLED):
             v = valid_until.pop(op.process, None)
             nxt = next((g for g in grants if g.time_ns > op.time_ns and g.key == op.key and g.process != op.process), None)
             asked = nxt is not None and any(o.f == "acquire" and o.type in ("fail", "info") and o.key == op.key
                                             and op.time_ns < o.time_ns < nxt.time_ns for o in ops)
-            if v is not None and nxt is not None and asked and nxt.time_ns >= v - LINGER_SLACK_NS:
+            # only a release asked for while its lease was still valid: one sent after it ran out
+            # found its key gone, or expiring, on its own
+            # (and with no fault between it and the next grant: a fault can keep everyone out)
+            sent = asked_at.get(op.process, op.time_ns)
+            early = v is not None and sent < v - LINGER_SLACK_NS
+            clear = nxt is not None and not any(a <= nxt.time_ns and sent <= b for a, b in spans)
+            if early and clear and asked and nxt.time_ns >= v - LINGER_SLACK_NS:
                 lingering.append({"release": _brief(op), "next_grant": _brief(nxt),
                                   "lingered_s": round((nxt.time_ns - op.time_ns) / 1e9, 3)})
     seen: dict[tuple, Op] = {}

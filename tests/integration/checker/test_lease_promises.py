@@ -52,7 +52,8 @@ def test_a_key_without_ttl_outlives_its_killed_holder_and_the_lock_is_stuck(tmp_
 
 @pytest.mark.campaign
 def test_an_ok_for_an_acquire_slower_than_its_lease_is_an_expired_grant(tmp_path):
-    slower = ("--servers", "valkey:1", "-n", "slow-link", "-o", "delay_ms=1500", "--time-limit", "15")
+    # 400 ms of delay against a 300 ms TTL: every acquire the slow link catches ends past its lease
+    slower = ("--servers", "valkey:1", "-n", "slow-link", "-o", "delay_ms=400", "--ttl", "300", "--time-limit", "12")
     s = run(tmp_path, f"{LIAR} late-ok", *slower)
     assert s["valid"] is False and s["expired_grants"] >= 1 and s["checkers"]["fresh-leases"] is False, s
     honest = run(tmp_path, HONEST, *slower)
