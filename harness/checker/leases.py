@@ -28,7 +28,7 @@ for a lock it was granted, with no fault recorded between its acquire and the an
 finding: "said it did not hold a lock it had just been granted". Any recorded fault in that
 span could have taken the lock (a session expiring under a partition): not judged. A run
 without `held` ops (a client with no opinion, or a run stored before they were recorded)
-has nothing to judge here, and says so (`held_answers` 0).
+has nothing to judge here: "unknown" (`held_answers` 0), which leaves the run's verdict alone.
 
 **Shown, not judged** (`check_grants`): releases asked for while their lease was valid that
 answered `fail` or `info`, after which, with no fault in effect, nobody could take the lock
@@ -158,7 +158,8 @@ def check_held(spec: Any, history: Sequence[Op]) -> CheckResult:
                                  "words": f"process {op.process} said it did not hold a lock it had just been granted "
                                           f"({round((op.time_ns - start.time_ns) / 1e9, 3):g} s after asking), "
                                           f"with no fault in between"})
-    return CheckResult(name="held", valid=False if findings else True, summary={
+    # no answer at all: nothing was judged (a client with no opinion, or a run stored before)
+    return CheckResult(name="held", valid=False if findings else (True if answers else UNKNOWN), summary={
         "held_answers": answers, "held_false": said_no, "held_false_unexplained": len(findings)},
         details={"findings": findings[:MAX_LISTED]})
 
