@@ -75,6 +75,8 @@ def lineage(run_dir: Path) -> Lineage:
         said.append(_search_words(shrink, found=to is not None))
     if (back := _doc(run_dir, SHRUNK_FROM)) is not None:
         frm = _find(run_dir, back.get("of"))
+        if frm is not None and frm == run_dir.resolve():
+            frm = None  # not its own origin (a file copied or written through a moved link)
         if frm is not None and (orig := _doc(frm, SHRINK)) is not None:
             said.append(_search_words(orig, found=True))
     return Lineage(shrunk_to=to, shrunk_from=frm, words="; ".join(filter(None, said)))

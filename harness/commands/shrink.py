@@ -130,6 +130,8 @@ def shrink(run_dir, trials, rate, budget, store):
     from harness.core import interrupts
     from harness.engine.shrink import Candidate, Search
 
+    if Path(run_dir).is_dir():  # store/latest moves to each replay: shrink the run it named when asked
+        run_dir = str(Path(run_dir).resolve())
     known = (Path(run_dir) / "results.json").is_file()
     summary = read_summary(run_dir) if known else {}
     if known and not findings(summary):

@@ -118,8 +118,9 @@ def test_the_index_marks_shrunk_from_and_shrunk_to_and_chaos_serve_shows_it(tmp_
 
 
 def test_chaos_shrink_redraws_both_reports_with_their_links(tmp_path, monkeypatch, capsys):
-    """Replays simulated as stored runs: the search keeps the one pause, and the original's and
-    the best replay's reports, written before the shrink ended, now link to each other."""
+    """Replays simulated as stored runs: the search keeps the one pause, shrink.json lands in the
+    run store/latest named when asked (not in the replay it leads to by then), and the original's
+    and the best replay's reports, written before the shrink ended, now link to each other."""
     from harness.commands import shrink as cmd
     from harness.engine import runner
 
@@ -137,12 +138,14 @@ def test_chaos_shrink_redraws_both_reports_with_their_links(tmp_path, monkeypatc
             self.summary = {"valid": not first, "violations": int(first),
                             "violations_by_cause": {"overran-paused": 1} if first else {}}
             self.run_dir = a_run(root, f"20261203T11{len(made):04d}", valid=not first)
+            store.link_latest(root, self.run_dir)  # as every run does
             self.interrupted, self.signal = False, None
             made.append(self.run_dir)
     monkeypatch.setattr(runner, "run", lambda spec, progress, replay: Outcome(replay))
-    monkeypatch.chdir(tmp_path)  # the run dir given as the user would, relative
-    rel = f"store/redis-pause-holder/{orig.name}"
-    assert cmd.shrink.main([rel, "--trials", "1", "--rate", "1"], standalone_mode=False) == 0
+    store.link_latest(root, orig)
+    monkeypatch.chdir(tmp_path)  # the run dir given as the user would: relative, and by the link that each replay moves
+    assert cmd.shrink.main(["store/latest", "--trials", "1", "--rate", "1"], standalone_mode=False) == 0
+    assert not any((m / "shrink.json").exists() for m in made)
     doc = json.loads((orig / "shrink.json").read_text())
     best = Path(doc["best_run"])
     assert best.is_absolute() and best in made and doc["of"] == str(orig.resolve())
