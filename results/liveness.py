@@ -88,4 +88,18 @@ def liveness_section(fr: Any, doc: dict) -> str:
                         f"{esc(e['ok'].get('process'))}: granted a lease {esc(kind)} ({esc(e.get('left_ms'))} ms left "
                         f"when it returned, after {esc(e.get('took_ms'))} ms)</li>" for kind, e in stale)
         out.append(f"<p>Leases granted stale or too long:</p><ul>{items}</ul>")
+    held = ((checkers.get("held") or {}).get("details") or {}).get("findings") or []
+    if held:
+        out.append("<p class='bad'>The client denied holding a lock it had just been granted:</p><ul>"
+                   + "".join(f"<li>{esc(f.get('words'))}</li>" for f in held) + "</ul>")
+    gdet = (checkers.get("grants") or {}).get("details") or {}
+    linger = gdet.get("lingering") or []
+    if linger:
+        out.append("<p>Releases that answered fail or info while their lease was valid, after which nobody could "
+                   "take the lock until it ran out:</p><ul>" + "".join(
+                       f"<li>release #{esc(x['release'].get('index'))} by process {esc(x['release'].get('process'))}: "
+                       f"next grant {esc(x.get('lingered_s'))} s later</li>" for x in linger) + "</ul>")
+    for d in gdet.get("duplicates") or []:
+        out.append(f"<p>Fencing token {esc(d.get('token'))} was granted twice (acquires #{esc(d['first'].get('index'))} "
+                   f"and #{esc(d['again'].get('index'))}).</p>")
     return "".join(out)

@@ -218,6 +218,15 @@ def test_the_report_draws_a_stuck_band_red_and_availability_by_phase():
     assert liveness_section(charts.frame(h), {"checkers": {}}) == ""  # a run stored before: nothing drawn
 
 
+def test_the_report_names_a_denied_hold_a_lingering_release_and_a_reused_token():
+    from results import charts
+    from results.liveness import liveness_section
+
+    h = _held_history(False, fault=False)
+    html = liveness_section(charts.frame(h), {"checkers": {n: r.to_dict() for n, r in verdicts(REDIS, h).items()}})
+    assert "The client denied holding a lock it had just been granted" in html
+
+
 def test_a_poller_that_sleeps_between_quick_failures_is_still_asking():
     S = 1_000_000_000
     ops = [Op(index=0, time_ns=0, process=0, type="invoke", f="acquire", key="lock"),
