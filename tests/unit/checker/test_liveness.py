@@ -218,7 +218,7 @@ def test_the_report_draws_a_stuck_band_red_and_availability_by_phase():
     assert liveness_section(charts.frame(h), {"checkers": {}}) == ""  # a run stored before: nothing drawn
 
 
-def test_the_report_names_a_denied_hold_a_lingering_release_and_a_reused_token():
+def test_the_report_names_a_hold_the_client_denied():
     from results import charts
     from results.liveness import liveness_section
 
