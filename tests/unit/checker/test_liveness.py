@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from harness.checker.leases import check_fresh_leases, check_outlived
+from harness.checker.leases import check_fresh_leases, check_grants, check_held, check_outlived
 from harness.checker.liveness import MARGIN_S, bound_s, check_liveness, may_hold, queued
 from harness.checker.policy import judged, summarize, verdicts
 from harness.commands.cli import verdict_text
@@ -29,8 +29,13 @@ CASES = {
     "outlived-ok": (REDIS, {"outlived": True, "liveness": True}, {"outlived_holder": 0, "outlived_holder_s": 0.6}),
     "expired-grant-bad": (REDIS, {"fresh-leases": False}, {"expired_grants": 1, "overlong_grants": 1}),
     "fresh-ok": (REDIS, {"fresh-leases": True}, {"expired_grants": 0, "overlong_grants": 0}),
+    "held-false-bad": (REDIS, {"held": False}, {"held_false_unexplained": 1}),
+    "held-false-faulted-ok": (REDIS, {"held": True}, {"held_false": 1, "held_false_unexplained": 0}),
+    "lingering-release-shown": (REDIS, {"grants": True}, {"lingering_releases": 1, "lingered_s": 1.5,
+                                                          "duplicate_tokens": 1}),
 }
-CHECKS = {"liveness": check_liveness, "outlived": check_outlived, "fresh-leases": check_fresh_leases}
+CHECKS = {"liveness": check_liveness, "outlived": check_outlived, "fresh-leases": check_fresh_leases,
+          "held": check_held, "grants": check_grants}
 
 
 def test_every_golden_file_has_a_case():
