@@ -308,7 +308,7 @@ class EtcdRecipeClient:
         # Valid from the grant of the winning lease (the recipe's last grant).
         return Lease(key=key, value=value, token=int(lock.revision), acquired_ns=time.monotonic_ns(),
                      valid_until_ns=self.client.last_grant_ns + int(min(ttl_ms, int(lock.lease.ttl) * 1000) * (1 - self.drift_factor) * 1e6),
-                     meta={"lease_id": lock.lease.id, "lock_key": lock.key, "ttl_s": ttl_s})
+                     meta={"lease_id": lock.lease.id, "lock_key": lock.key, "ttl_s": ttl_s, "ttl_ms": ttl_ms})
 
     def release(self, lease: Lease) -> bool:
         lock = self.locks.pop(lease.value, None)
@@ -327,7 +327,9 @@ class EtcdRecipeClient:
         out = lock.refresh()
         if not out or out[-1].TTL <= 0:
             raise LockLost(f"lease {lease.meta['lease_id']} of {lease.key} has expired")
-        return replace(lease, valid_until_ns=start + int(out[-1].TTL * 1e9 * (1 - self.drift_factor)))
+        # As at the grant: no longer than asked for (etcd may keep a 1 s lease for its minimum TTL).
+        valid_ms = min(lease.meta["ttl_ms"], out[-1].TTL * 1000)
+        return replace(lease, valid_until_ns=start + int(valid_ms * 1e6 * (1 - self.drift_factor)))
 
     def close(self) -> None:
         if self.client is not None:

@@ -3,8 +3,11 @@
 Only the redis clients they are handed are ours: built like harness's `connect()`, with
 short socket timeouts and no redis-py retry (`Retry(NoBackoff(), 0)`), so a dead or
 paused node costs one timeout, not redis-py's default 3 s of backoff; they also note when
-they last sent SET, which is where the client's belief in its lock starts (the
-libraries do not say, and the start of a blocking acquire would be far too early). Everything else is the library's own
+they last sent SET, which is where python-redis-lock's belief in its lock starts (the
+libraries do not say, and the start of a blocking acquire would be far too early). For
+pottery the Redlock object notes when each acquire round starts, where pottery's own validity
+timer starts (a master's last SET may be a previous round's: pottery returns once a quorum
+answered and lets the rest finish later). Everything else is the library's own
 behaviour, including what it does wrong. Neither has a fencing token (token None): both
 store only a random value, and nothing in Redis orders one holder after another.
 
@@ -43,6 +46,7 @@ Must not: wrap these libraries in retries or fixes of our own; what is measured 
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -77,6 +81,22 @@ def connect(node: Node, timeout: float) -> _SetTimed:
                      retry=Retry(NoBackoff(), 0), decode_responses=True)
 
 
+@functools.cache
+def _timed_redlock() -> type:
+    """pottery.Redlock noting when each acquire round starts (measurement only; the round
+    itself is pottery's)."""
+    from pottery import Redlock
+
+    class TimedRedlock(Redlock):
+        round_start_ns = 0
+
+        def _Redlock__acquire_masters(self, **kwargs: Any) -> bool:  # what Redlock.acquire calls per round
+            self.round_start_ns = time.monotonic_ns()
+            return Redlock._acquire_masters(self, **kwargs)
+
+    return TimedRedlock
+
+
 class PotteryClient:
     name = "pottery"
     release_checks_owner = True  # a late release cannot delete another holder's lock
@@ -103,22 +123,17 @@ class PotteryClient:
         self.masters = [connect(n, self.node_timeout) for n in nodes if n.role == "lock"]
 
     def acquire(self, key: str, ttl_ms: int, timeout_s: float) -> Lease:
-        from pottery import Redlock
-
-        lock = Redlock(key=key, masters=self.masters, auto_release_time=ttl_ms / 1000,
+        lock = _timed_redlock()(key=key, masters=self.masters, auto_release_time=ttl_ms / 1000,
                        raise_on_redis_errors=self.raise_on_redis_errors, num_extensions=self.num_extensions)
         if not lock.acquire(blocking=True, timeout=timeout_s):
             raise NotAcquired(f"pottery Redlock.acquire(timeout={timeout_s:g}) returned False")
         value = lock._uuid  # pottery keeps the holder's random value here (not public API)
         self.held[value] = lock
-        # Pottery's own validity test, ttl - drift - elapsed, counted from the first SET of
-        # the winning round (every round sends one SET per master, so the earliest of the
-        # masters' last SETs is no later than that round's start).
-        # A master this round never reached has no SET time (0): it cannot start the lease.
-        start = min((m.last_set_ns for m in self.masters if m.last_set_ns), default=time.monotonic_ns())
-        valid_ms = ttl_ms - (ttl_ms * Redlock._CLOCK_DRIFT_FACTOR + 2)
+        # Pottery's own validity test, ttl - drift - elapsed, counted from the start of the
+        # winning round.
+        valid_ms = ttl_ms - (ttl_ms * lock._CLOCK_DRIFT_FACTOR + 2)
         return Lease(key=key, value=value, acquired_ns=time.monotonic_ns(),
-                     valid_until_ns=start + int(valid_ms * 1e6), meta={"ttl_ms": ttl_ms, "redis_key": lock.key})
+                     valid_until_ns=lock.round_start_ns + int(valid_ms * 1e6), meta={"ttl_ms": ttl_ms, "redis_key": lock.key})
 
     def release(self, lease: Lease) -> bool:
         from pottery import ReleaseUnlockedLock
