@@ -28,6 +28,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/clientv3"
@@ -58,6 +59,27 @@ type lease struct {
 	session *concurrency.Session
 	mutex   *concurrency.Mutex
 	ttl     int
+	stop    context.CancelFunc // ends our listening to the session's keepalives
+}
+
+// listen notes when etcd last confirmed a session's lease: the send of its Grant, then each
+// keepalive reply (the session sends them; we only add a listener, as clientv3 allows). The
+// lease lives until a TTL after that, not after Lock returned: a waiter's Lock renews nothing.
+func listen(id clientv3.LeaseID, granted time.Time) (*atomic.Int64, context.CancelFunc) {
+	last := &atomic.Int64{}
+	last.Store(granted.UnixNano())
+	ctx, cancel := context.WithCancel(context.Background())
+	ch, err := cli.KeepAlive(ctx, id)
+	if err == nil {
+		go func() {
+			for r := range ch {
+				if r != nil && r.TTL > 0 {
+					last.Store(time.Now().UnixNano())
+				}
+			}
+		}()
+	}
+	return last, cancel
 }
 
 var (
@@ -112,18 +134,22 @@ func acquire(req request) reply {
 	defer cancel()
 	// Grant here with the acquire's deadline (NewSession's own Grant has none), then the
 	// articles' NewSession(WithTTL) on that lease. A lease without a key holds nothing.
+	sent := time.Now()
 	g, err := cli.Grant(ctx, int64(ttl))
 	if err != nil {
 		return fail("no session: " + err.Error())
 	}
+	confirmed, stop := listen(g.ID, sent)
 	s, err := concurrency.NewSession(cli, concurrency.WithTTL(ttl), concurrency.WithLease(g.ID))
 	if err != nil {
+		stop()
 		return fail("no session: " + err.Error())
 	}
 	mu := concurrency.NewMutex(s, "/chaos/"+req.Key)
 	if err := mu.Lock(ctx); err != nil {
 		// Lock's key may exist (and even own the lock) if its Txn reply was lost: revoke the
 		// session; only if that certainly worked is the lock certainly not taken.
+		stop()
 		if rerr := revoke(s, 1500*time.Millisecond); rerr != nil {
 			return reply{"type": "info", "error": fmt.Sprintf("lock: %v; revoke: %v", err, rerr)}
 		}
@@ -131,14 +157,18 @@ func acquire(req request) reply {
 	}
 	if rereadAfterLock {
 		if r := reread(s, mu); r != nil {
+			stop()
 			return r
 		}
 	}
 	// The fencing token: the revision of the header Lock received on acquiring the lock
 	// (Mutex.Header, the only one it exposes): its put's when it did not wait, else the one at
 	// which no earlier key was left. Each later holder's is higher: it saw our key deleted.
-	leases[mu.Key()] = &lease{session: s, mutex: mu, ttl: ttl}
-	return reply{"type": "ok", "value": mu.Key(), "token": mu.Header().Revision, "valid_ms": ttl * 1000}
+	// Valid for a TTL from etcd's last confirmation of the session's lease (below zero if it
+	// lapsed while we waited: what the library handed out is reported, not refused).
+	leases[mu.Key()] = &lease{session: s, mutex: mu, ttl: ttl, stop: stop}
+	validMs := int64(ttl)*1000 - (time.Now().UnixNano()-confirmed.Load())/1e6
+	return reply{"type": "ok", "value": mu.Key(), "token": mu.Header().Revision, "valid_ms": validMs}
 }
 
 // reread is the check of -o reread_after_lock, not the library's: Get our key after Lock
@@ -168,6 +198,7 @@ func release(req request) reply {
 		return fail("unknown value " + strconv.Quote(req.Value))
 	}
 	delete(leases, req.Value)
+	l.stop()
 	done := sessionDone(l.session)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -210,6 +241,7 @@ func sessionDone(s *concurrency.Session) bool {
 
 func closeAll() {
 	for v, l := range leases {
+		l.stop()
 		revoke(l.session, 1*time.Second)
 		delete(leases, v)
 	}
