@@ -385,6 +385,9 @@ def _interrupted() -> None:
     sys.exit(interrupts.exit_code())
 
 
+OUR_PACKAGES = ("harness", "nemesis", "workloads", "results", "benchmarks", "clients")  # a missing one is a bug
+
+
 def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, _terminate)
     try:
@@ -402,6 +405,11 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         _interrupted()
     except Exception as e:
+        missing = e.name if isinstance(e, ModuleNotFoundError) else None
+        if missing and missing.split(".")[0] not in OUR_PACKAGES:
+            print(f"chaos: the Python package {missing!r} is not installed; run `make install` (it installs what "
+                  f"chaoslock needs)", file=sys.stderr)
+            sys.exit(EXIT_BAD_ARGS)
         import tempfile
 
         fd, crash = tempfile.mkstemp(prefix="chaos-crash-", suffix=".txt")
