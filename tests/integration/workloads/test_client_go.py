@@ -124,9 +124,12 @@ def test_under_pause_waiter_etcd_3_4_grants_a_waiter_whose_session_expired(tmp_p
     """The run-level view of the test above: a waiter stopped for 3 TTLs (its acquire may wait
     10 s) resumes, and Lock tells it the lock is its own while another process holds it. A
     stopped waiter explains nothing, so the overlap is UNEXPLAINED: a bug of etcd 3.4's Mutex,
-    which the re-read (etcd 3.5's check) turns into a fail."""
+    which the re-read (etcd 3.5's check) turns into a fail. The client reports the validity etcd
+    last confirmed (before the pause), so the grant is also "granted an expired lease"."""
     r, s = run(tmp_path, client, "-n", "pause-waiter", "-o", "pause_multiple=3", "-o", f"reread_after_lock={reread}",
                "--acquire-timeout", "10", "--time-limit", "12")
     assert s["valid"] is valid, (s["violations_by_cause"], r.stderr[-1000:])
     if not valid:
         assert set(s["violations_by_cause"]) == {"unexplained"}, s["violations_by_cause"]
+        # and the lease it was handed had lapsed: etcd last confirmed it before the pause
+        assert s["expired_grants"] >= 1, s
