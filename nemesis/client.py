@@ -101,6 +101,13 @@ class _Aimed:
             self.acquired[event.process] = event
         return True
 
+    def _waits_at(self, worker: int) -> bool:
+        """Whether the invoke just seen is the one the armed worker is parked at: it is parked,
+        and this invoke is the last op it recorded. An invoke it made before it parked (held in
+        its batch while a blocking call ran, and read by a starved runner after the worker had
+        gone on to park at a later one) is not the moment: that later invoke is still on its way."""
+        return self.workers.parked(worker) and self.workers.ops_recorded(worker) == self.seen[worker]
+
     gate = None  # a replay's: harness/engine/generator.py Gated
 
     def _may_start(self, t: float) -> bool:
@@ -325,8 +332,8 @@ class KillHolder(_Aimed):
                 and self._may_start(ctx.time):
             self.armed = self.rng.choice([w for w in range(self.n) if w != worker])
             self.workers.arm(self.armed, "acquire")
-        elif event.f == "acquire" and event.type == "invoke" and worker == self.armed and self.workers.parked(worker):
-            self.armed = None  # (an earlier invoke, sent later in its batch, is not the moment: see CutInFlight)
+        elif event.f == "acquire" and event.type == "invoke" and worker == self.armed and self._waits_at(worker):
+            self.armed = None
             if self.down or not self._may_start(ctx.time):
                 self.workers.let_go(worker)
                 return []
@@ -471,9 +478,7 @@ class CutInFlight(_Aimed, _Net):
             self.armed = worker
             self.workers.arm(worker, self.during)
             return []
-        if self.armed == worker and event.f == self.during and event.type == "invoke" and self.workers.parked(worker):
-            # (an invoke it had made before it was armed reaches the runner later, in its batch:
-            # only the one it waits at is the moment to cut)
+        if self.armed == worker and event.f == self.during and event.type == "invoke" and self._waits_at(worker):
             self.armed = None
             if not self._may_start(ctx.time):  # too late in the fault phase for a cut and its heal
                 self.workers.let_go(worker)

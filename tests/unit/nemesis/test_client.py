@@ -477,6 +477,16 @@ def test_an_invoke_the_worker_does_not_wait_at_plans_nothing_and_it_stays_armed(
     assert [p.f for p in see(nem, 1.8, op(1, "invoke", "release"))] == ["cut-in-flight"]
 
 
+def test_an_invoke_read_while_later_ops_of_the_parked_worker_are_on_the_way_plans_nothing():
+    workers = Workers()
+    nem, workers, net = armed_cut(workers)
+    workers.recorded[1] += 1  # the invoke it waits at: recorded, not yet read
+    assert see(nem, 1.7, op(1, "invoke", "release")) == [] and nem.armed == 1
+    workers.recorded[1] -= 1
+    (c,) = see(nem, 1.7, op(1, "invoke", "release"))
+    assert c.f == "cut-in-flight"
+
+
 def test_a_worker_that_did_not_wait_for_the_cut_is_a_miss_and_the_next_holder_is_armed():
     workers = Workers(holding={1})
     nem, workers, net = armed_cut(workers)
@@ -525,6 +535,23 @@ def test_during_acquire_arms_another_worker_at_an_ok_acquire_and_its_acquire_inv
     assert see(nem, 1.6, *acquired(1)) == []  # one armed at a time
     (k,) = see(nem, 1.7, op(w, "invoke", "acquire"))
     assert (k.f, k.phase, k.value) == ("kill-holder", "fault", {"process": w, "worker": w, "during": "acquire"})
+
+
+def test_an_earlier_invoke_read_after_the_worker_parked_at_a_later_one_plans_no_kill():
+    """A worker's acquire invoke kept in its batch while its blocking acquire ran reaches a starved
+    runner after the worker failed that acquire and parked at the next one: parked, but that
+    invoke is not the one it waits at (its fail and the new invoke are still on the way). The
+    kill waits for the invoke it is parked at (a real run missed twice: "ops not yet in the history")."""
+    workers = Workers()
+    nem = make(KillHolder, workers, during="acquire", seed=2)
+    see(nem, 1.5, *acquired(1))
+    w = nem.armed
+    workers.recorded[w] += 2  # recorded, not yet read: its fail and the invoke it parked at
+    assert see(nem, 1.7, op(w, "invoke", "acquire")) == [] and nem.armed == w
+    assert see(nem, 1.8, op(w, "fail", "acquire")) == []
+    workers.recorded[w] -= 2  # (see() counts these two as it feeds them)
+    (k,) = see(nem, 1.8, op(w, "invoke", "acquire"))
+    assert k.f == "kill-holder" and nem.armed is None
 
 
 def test_a_waiter_killed_mid_acquire_has_its_acquire_closed_in_doubt_at_its_death():
