@@ -67,7 +67,12 @@ if ! engine_up; then
     exit 254
   fi
   echo "compose: starting dockerd (log: $LOG)"
-  setsid nohup dockerd --config-file "$DAEMON_JSON" >>"$LOG" 2>&1 < /dev/null &
+  # dockerd outlives this script: it must not keep what its caller opened (a flock's lock, a pipe
+  # someone reads to its end), so every descriptor above 2 is closed before it starts.
+  (
+    for fd in $(ls /proc/$BASHPID/fd); do [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done
+    exec setsid nohup dockerd --config-file "$DAEMON_JSON" >>"$LOG" 2>&1 < /dev/null
+  ) &
   echo $! > "$PIDFILE"
   for _ in $(seq 300); do engine_up && break; sleep 0.1; done
   engine_up || { echo "compose: dockerd did not answer within 30 s; see $LOG" >&2; exit 255; }
