@@ -70,7 +70,7 @@ if ! engine_up; then
   # dockerd outlives this script: it must not keep what its caller opened (a flock's lock, a pipe
   # someone reads to its end), so every descriptor above 2 is closed before it starts.
   (
-    for fd in $(ls /proc/$BASHPID/fd); do [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done
+    for fd in $(ls /proc/$BASHPID/fd); do if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi; done
     exec setsid nohup dockerd --config-file "$DAEMON_JSON" >>"$LOG" 2>&1 < /dev/null
   ) &
   echo $! > "$PIDFILE"
