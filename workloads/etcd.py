@@ -70,6 +70,12 @@ def lease_seconds(ttl_ms: int) -> int:
     return max(1, math.ceil(ttl_ms / 1000))
 
 
+def valid_until(start_ns: int, ttl_ms: int, granted_s: int, drift_factor: float) -> int:
+    """A lease confirmed at start_ns lives for what etcd granted, but the client counts no longer
+    than it asked for (etcd keeps a 1 s lease for its minimum TTL), less the drift allowance."""
+    return start_ns + int(min(ttl_ms, granted_s * 1000) * (1 - drift_factor) * 1e6)
+
+
 def make_client(nodes: Sequence[Node], op_timeout: float, endpoint_retry_s: float):
     """A failover client over every member, starting on member pid % n.
 
@@ -142,7 +148,7 @@ class EtcdClient:
         self.client = make_client(nodes, self.op_timeout, self.endpoint_retry_s)
 
     def _valid(self, start_ns: int, ttl_ms: int, granted_s: int) -> int:
-        return start_ns + int(min(ttl_ms, granted_s * 1000) * (1 - self.drift_factor) * 1e6)
+        return valid_until(start_ns, ttl_ms, granted_s, self.drift_factor)
 
     def _refresh(self, lease_id: int) -> int:
         """One keepalive; the TTL etcd answered (0: the lease no longer exists)."""
@@ -293,8 +299,7 @@ class EtcdRecipeClient:
         self.client = make_client(nodes, self.op_timeout, self.endpoint_retry_s)
 
     def acquire(self, key: str, ttl_ms: int, timeout_s: float) -> Lease:
-        ttl_s = lease_seconds(ttl_ms)
-        lock = self.client.lock(key, ttl=ttl_s)
+        lock = self.client.lock(key, ttl=lease_seconds(ttl_ms))
         try:
             got = lock.acquire(timeout=timeout_s)
         except BaseException:
@@ -307,8 +312,8 @@ class EtcdRecipeClient:
         self.locks[value] = lock
         # Valid from the grant of the winning lease (the recipe's last grant).
         return Lease(key=key, value=value, token=int(lock.revision), acquired_ns=time.monotonic_ns(),
-                     valid_until_ns=self.client.last_grant_ns + int(min(ttl_ms, int(lock.lease.ttl) * 1000) * (1 - self.drift_factor) * 1e6),
-                     meta={"lease_id": lock.lease.id, "lock_key": lock.key, "ttl_s": ttl_s, "ttl_ms": ttl_ms})
+                     valid_until_ns=valid_until(self.client.last_grant_ns, ttl_ms, int(lock.lease.ttl), self.drift_factor),
+                     meta={"lease_id": lock.lease.id, "lock_key": lock.key, "ttl_ms": ttl_ms})
 
     def release(self, lease: Lease) -> bool:
         lock = self.locks.pop(lease.value, None)
@@ -327,9 +332,7 @@ class EtcdRecipeClient:
         out = lock.refresh()
         if not out or out[-1].TTL <= 0:
             raise LockLost(f"lease {lease.meta['lease_id']} of {lease.key} has expired")
-        # As at the grant: no longer than asked for (etcd may keep a 1 s lease for its minimum TTL).
-        valid_ms = min(lease.meta["ttl_ms"], out[-1].TTL * 1000)
-        return replace(lease, valid_until_ns=start + int(valid_ms * 1e6 * (1 - self.drift_factor)))
+        return replace(lease, valid_until_ns=valid_until(start, lease.meta["ttl_ms"], out[-1].TTL, self.drift_factor))
 
     def close(self) -> None:
         if self.client is not None:
