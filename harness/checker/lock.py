@@ -233,14 +233,24 @@ def check_stats(spec: Any, history: Sequence[Op]) -> CheckResult:
     lat.sort()
     span = (max((o.time_ns for o in history), default=0) - min((o.time_ns for o in history), default=0)) / 1e9
     # a critical section is an accepted write, or the read of a holder that only reads (an rw
-    # reader, a semaphore's permit holder: harness/core/kinds.py)
+    # reader, a semaphore's permit holder: harness/core/kinds.py); in a history whose holders
+    # touch no resource at all (-o resource=none: the lock cycle alone), a hold released ok
     reader: dict[Any, bool] = {}
-    sections = 0
+    sections = released = 0
+    worked = False
     for o in history:
         if o.f == "acquire" and o.type == "invoke":
             reader[o.process] = o.mode == "read" or o.permits is not None
-        elif o.type == "ok" and o.process != "final" and (o.f == "write" or (o.f == "read" and reader.get(o.process))):
-            sections += 1
+        elif o.process == "final" or o.process == NEMESIS:
+            continue
+        elif o.f in ("read", "write"):
+            worked = True
+            if o.type == "ok" and (o.f == "write" or reader.get(o.process)):
+                sections += 1
+        elif o.f == "release" and o.type == "ok":
+            released += 1
+    if not worked:
+        sections = released
     return CheckResult(name="stats", valid=True, summary={
         "ops": ops, "acquires_ok": counts["ok"], "acquires_fail": counts["fail"], "acquires_info": counts["info"],
         "critical_sections": sections, "p50_acquire_ms": _quantile(lat, 0.5), "p99_acquire_ms": _quantile(lat, 0.99),

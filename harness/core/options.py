@@ -105,6 +105,17 @@ CLUSTER_OPTIONS = (
     Option(name="load_clients", type=int, default=0, min=0, max=4096,
            help="load mode (fault-free performance runs): this many clients per worker process, as threads of "
                 "the same client code; 0: one process per client, as every fault needs"),
+    Option(name="load_driver", type=str, default="python", choices=("python", "native"),
+           help="native: fault-free performance runs of the redis and etcd designs driven by clients/load-driver "
+                "(Go goroutines running the same cycle, every op recorded and checked), so the figure is the "
+                "service's, not our Python driver's"),
+    Option(name="resource", type=str, default="counter", choices=("counter", "none"),
+           help="what a holder does: read and write the fenced counter on the store server; none: nothing, the "
+                "lock cycle alone (a throughput probe as the services' own load tools measure; mutual exclusion "
+                "and tokens are still judged, lost updates and stale writes cannot be)"),
+    Option(name="own_key", type=bool, default=False,
+           help="client i always takes lock key i (mod --keys) instead of a random key per cycle: a throughput "
+                "probe without contention, as the services' own load tools measure"),
 )
 
 

@@ -23,6 +23,7 @@ import threading
 import time
 
 from harness.core.interrupts import die_with_parent
+from harness.core.options import cluster_option
 from harness.engine.worker import BATCH, DONE, FAILED, READY, Recorder, WorkerArgs, _err, cycle
 
 
@@ -113,13 +114,14 @@ def _client_loop(a: WorkerArgs, client, queue, stop, end: float, errors: list) -
     spec = a.spec
     rng = random.Random(spec.seed * 7919 + a.index)
     keys = spec.lock_keys
+    own_key = cluster_option(spec.options, "own_key")  # a key per client: no contention
     rec = Recorder(queue, a.index, a.holding, a.index, batch=BATCH, waiting=a.waiting, recorded=a.recorded,
                    processes=a.processes, parking=a.parking)
     counters: dict[str, FencedCounter] = {}
     conn = None
     try:
         while not stop.is_set():
-            key = keys[rng.randrange(len(keys))] if len(keys) > 1 else keys[0]
+            key = keys[a.index % len(keys)] if own_key else keys[rng.randrange(len(keys))] if len(keys) > 1 else keys[0]
             counter = counters.get(key)
             if counter is None:
                 counter = counters[key] = FencedCounter(a.store, key, fencing=spec.fencing, conn=conn)

@@ -25,6 +25,9 @@ from harness.core.history import NEMESIS, Holders, HistoryWriter, Op, now_ns
 from harness.core.progress import Progress
 from harness.core.options import cluster_option, values
 from harness.core.spec import TestSpec
+from harness.core.errors import BadArgument
+from harness.engine import native
+from harness.engine.native import NativeLoad
 from harness.engine.pool import Workers
 from harness.engine.worker import DONE, FAILED, MAX_OPS_PER_S, READY, THROTTLED
 from harness.core.contracts.nemesis import NemesisContext, Planned
@@ -89,6 +92,8 @@ def run_facts(spec: TestSpec, nemeses: list) -> dict:
 
 def _run(spec: TestSpec, progress: bool, replay=None) -> RunOutcome:
     preflight(spec)
+    if native.wanted(spec) and (why := native.refusal(spec)):
+        raise BadArgument(why)  # before any server starts
     nemeses = [plugins.nemesis_class(n)() for n in spec.nemesis]
     facts = run_facts(spec, nemeses)
     if replay is not None:
@@ -181,7 +186,7 @@ def _run(spec: TestSpec, progress: bool, replay=None) -> RunOutcome:
         started = True
         store.link_latest(Path(spec.store), run_dir)
         timings["cluster_up_s"] = round(time.monotonic() - t, 3)
-        workers = Workers(spec, cluster, run_dir / "nodes")
+        workers = (NativeLoad if native.wanted(spec) else Workers)(spec, cluster, run_dir / "nodes")
         nemesis.setup(NemesisContext(spec=spec, cluster=cluster, workers=workers))
         fault_phase = spec.time_limit - spec.recovery
         schedule = FaultSchedule(nemesis, spec.seed, fault_phase, spec.nemesis_interval,

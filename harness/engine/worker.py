@@ -228,6 +228,7 @@ def _work(args: WorkerArgs, queue, stop, go) -> None:
     client = plugins.backend_class(spec.backend)(spec.options, Clock(args.clocks, args.index, args.clock_seen))
     client.open(args.nodes)
     keys = spec.lock_keys
+    own_key = cluster_option(spec.options, "own_key")  # a key per client: no contention
     store = FencedCounter(args.store, keys[0], fencing=spec.fencing)
     counters = {keys[0]: store}
     rec = Recorder(queue, first, args.holding, args.index, batch=BATCH, waiting=args.waiting,
@@ -238,7 +239,7 @@ def _work(args: WorkerArgs, queue, stop, go) -> None:
     end = args.deadline if args.deadline is not None else time.monotonic() + spec.time_limit
     try:
         while not stop.is_set():
-            key = keys[rng.randrange(len(keys))] if len(keys) > 1 else keys[0]
+            key = keys[args.index % len(keys)] if own_key else keys[rng.randrange(len(keys))] if len(keys) > 1 else keys[0]
             counter = counters.get(key)
             if counter is None:
                 counter = counters[key] = FencedCounter(args.store, key, fencing=spec.fencing, conn=store.conn)
@@ -297,6 +298,8 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random, end: float |
     if spec.reenter and not reenter(spec, client, lease, rec):
         release(client, lease, rec)
         return False
+    if cluster_option(spec.options, "resource") == "none":  # the lock cycle alone
+        return release(client, lease, rec)
 
     rec("invoke", "read", key=resource, token=token)
     value = None

@@ -10,8 +10,11 @@ Probes, per backend (quick / full sizes in `Plan`):
                same servers of its own (yardstick.py): the ceiling the throughput row is
                held against (claims.py); designs without one get no throughput verdict
   latency      1 client, no hold, no fault: acquire p50/p99, acquire+release p50/p99
-  tps-N        N clients over N keys, no hold: cycles per second, for each N (the knee),
-               in load mode (LOAD_PER_PROCESS clients per worker process, harness/engine/load.py)
+  tps-N        N clients, each on a key of its own, no hold, no counter work (the lock cycle
+               alone, as the yardstick measures it): cycles per second, for each N (the knee),
+               driven by clients/load-driver for the designs it implements (harness/engine/
+               native.py), else in load mode (LOAD_PER_PROCESS Python clients per worker
+               process, harness/engine/load.py)
   contended    N clients on one key, no hold: P99 under contention, fairness, the
                servers' requests per grant (the herd); for Redis designs also with a
                tight poll (retry_delay_ms=2), the herd without jittered backoff
@@ -197,6 +200,15 @@ def _broke(summary: dict) -> bool | None:
     return None if v is None else bool(v)
 
 
+def throughput_options(backend: str) -> dict[str, str]:
+    """The options of a throughput probe: the lock cycle alone, each client on its own key, on
+    the fastest driver chaoslock has for the design."""
+    from harness.engine.native import DESIGNS
+
+    driver = {"load_driver": "native"} if backend in DESIGNS else {"load_clients": str(LOAD_PER_PROCESS)}
+    return {"own_key": "true", "resource": "none", **driver}
+
+
 class _Undecided(Exception):
     """A probe of the GC bisection that decided nothing: the boundary cannot be stated."""
 
@@ -223,7 +235,7 @@ def measure(backend: str, plan: Plan, store: str, run: Runner = run_probe,
         say(f"  {backend:10} {'yardstick':24} {ys.line()}")
         m.add("yardstick_cycles_per_s", ys.cycles_per_s)
         m.yardstick = ys.line()
-    load = {"load_clients": str(LOAD_PER_PROCESS)}
+    load = throughput_options(backend)
     for rep in range(plan.reps):
         seed = rep + 1
         s, h, d = go("latency", replace(base, concurrency=1, time_limit=plan.run_s, seed=seed))
