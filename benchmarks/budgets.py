@@ -9,7 +9,8 @@ neighbours).
   checker   the linearizability checker on generated mutex histories of 125k to 1M ops from
             10 processes (benchmarks/checker.py --case): seconds at 1M (budget <= 5 s), and
             its growth from 125k to 1M over n log n's (budget <= 1.0: no worse than n log n)
-  ceiling   load-mode cycles/s over each service's own yardstick (benchmarks/ceiling.py):
+  ceiling   the cycles/s of compare's throughput driver (the native driver where it exists,
+            else Python load mode) over each service's own yardstick (benchmarks/ceiling.py):
             budget >= 0.5
 
 Servers are started by overhead and ceiling: run it under the shared lock
@@ -55,22 +56,23 @@ def checker() -> list[str]:
     lo, hi = SIZES[0], SIZES[-1]
     growth = secs[hi] / secs[lo]
     nlogn = (hi * math.log(hi)) / (lo * math.log(lo))
-    return [f"checker   mutex history, 10 procs: " + ", ".join(f"{n:,} ops {s:.2f} s" for n, s in secs.items()),
+    return ["checker   mutex history, 10 procs: " + ", ".join(f"{n:,} ops {s:.2f} s" for n, s in secs.items()),
             f"checker   1M ops in {secs[hi]:.2f} s (budget <= 5 s: {'met' if secs[hi] <= 5 else 'NOT met'}); "
             f"growth {lo:,} -> {hi:,}: {growth:.1f}x, n log n's {nlogn:.1f}x, ratio {growth / nlogn:.2f} "
             f"(budget <= 1.0: {'met' if growth / nlogn <= 1.0 else 'NOT met'})"]
 
 
 def ceiling() -> list[str]:
-    text = _run("ceiling.py")
     out = []
-    rows = text.split("\ndesign", 1)[-1].splitlines()[1:]
-    for line in rows:
-        parts = line.split()
-        if len(parts) == 6 and parts[3] != "-":
-            r = float(parts[3])
-            out.append(f"ceiling   {parts[0]}: load mode / yardstick {r:.2f}x, one process per client {parts[5]}x "
-                       f"(budget >= 0.50: {'met' if r >= 0.5 else 'NOT met'})")
+    for row in json.loads(_run("ceiling.py", "--json").strip().splitlines()[-1]):
+        y = row["yardstick"]
+        ours, driver = (row["native"], "native driver") if row["native"] else (row["load_mode"], "load mode")
+        if not (y and ours):
+            continue
+        r = ours / y
+        procs = f"{row['processes'] / y:.2f}x" if row["processes"] else "-"
+        out.append(f"ceiling   {row['design']}: compare's throughput driver ({driver}) / yardstick {r:.2f}x, "
+                   f"one process per client {procs} (budget >= 0.50: {'met' if r >= 0.5 else 'NOT met'})")
     return out or ["ceiling: ceiling.py measured no design"]
 
 

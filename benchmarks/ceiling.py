@@ -23,6 +23,7 @@ machine: read the ratios, measured minutes apart at most, not the absolute figur
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -65,6 +66,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=4.0, help="length of each chaoslock run")
     ap.add_argument("--per-process", type=int, default=16, help="clients per worker process in load mode")
     ap.add_argument("--quick", action="store_true", help="the yardstick and the native driver only")
+    ap.add_argument("--json", action="store_true", help="also print the table as one JSON line, last")
     args = ap.parse_args()
     names = [b.strip() for b in args.backends.split(",") if b.strip()]
     bad = [b for b in names if b not in YARDSTICKS]
@@ -102,6 +104,9 @@ def main() -> int:
         for x, width in zip(ours, (9, 12, 16)):
             cells.append(f"{x:{width},.0f} {x / y:6.2f}" if x and y else f"{'-':>{width}} {'-':>6}")
         print(f"{b:10} {y:12,.0f} {' '.join(cells)}")
+    if args.json:
+        print(json.dumps([dict(zip(("design", "yardstick", "native", "load_mode", "processes"), row)) for row in rows]))
+        return 0
     print("budget: compare's throughput driver (native where it exists, else load mode) >= 0.5 x yardstick "
           "(issue 30); the ratios above are the measurement, not a pass/fail")
     return 0

@@ -17,7 +17,7 @@
 // own read and write scripts (-scripts DIR holds acquire.lua, release.lua, read.lua, write.lua).
 //
 // Protocol with the harness: once every client is connected it prints `ready` on stdout and starts;
-// after -seconds each client finishes its cycle, and the driver writes the history (JSON lines, the
+// after -seconds (or on SIGTERM) each client finishes its cycle, and the driver writes the history (JSON lines, the
 // fields of docs/history-format.md, in time order, no index) to -out and prints `done N` (ops).
 // A client whose op may have happened (a timeout, a broken connection) records `info` and goes on
 // as a new process id (the old + -clients), as the Python workers do. It exits 1 with one sentence
@@ -35,11 +35,13 @@ import (
 	"math/rand"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -725,6 +727,10 @@ func main() {
 			designs[i] = &etcdDesign{c: etcds[i%len(etcds)], name: name}
 		}
 	}
+	var stopped int32 // SIGTERM: the harness stops the run early (a Ctrl-C); each client ends its cycle
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	go func() { <-term; atomic.StoreInt32(&stopped, 1) }()
 	fmt.Println("ready")
 	end := time.Now().Add(time.Duration(*seconds * 1e9))
 	recs := make([]*recorder, *clients)
@@ -735,7 +741,7 @@ func main() {
 		go func(i int) {
 			defer wg.Done()
 			rng := rand.New(rand.NewSource(*seed*7919 + int64(i)))
-			for time.Now().Before(end) {
+			for time.Now().Before(end) && atomic.LoadInt32(&stopped) == 0 {
 				key := keys[i%len(keys)]
 				if !*ownKey && len(keys) > 1 {
 					key = keys[rng.Intn(len(keys))]

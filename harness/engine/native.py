@@ -187,6 +187,8 @@ class NativeLoad:
         the ops it ran are lost: the run says so)."""
         killed: list[int] = []
         if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.terminate()  # ends its run now if it has not yet (a Ctrl-C); it still writes the history
             try:
                 self.proc.wait(grace + WRITE_GRACE_S)
             except subprocess.TimeoutExpired:
