@@ -17,7 +17,8 @@ Probes, per backend (quick / full sizes in `Plan`):
                process, harness/engine/load.py)
   contended    N clients on one key, no hold: P99 under contention, fairness, the
                servers' requests per grant (the herd); for Redis designs also with a
-               tight poll (retry_delay_ms=2), the herd without jittered backoff
+               tight poll (retry_delay_ms=2), the herd without jittered backoff; on the
+               native driver for the designs it implements
   fault-F      the matrix's faults, unfenced: violations per 10k acquires
   fenced-F     the same fault with fencing: stale writes rejected and accepted
   gc-x         pause-holder at x TTLs (chaos explore's bisection in the full run)
@@ -200,13 +201,18 @@ def _broke(summary: dict) -> bool | None:
     return None if v is None else bool(v)
 
 
-def throughput_options(backend: str) -> dict[str, str]:
-    """The options of a throughput probe: the lock cycle alone, each client on its own key, on
-    the fastest driver chaoslock has for the design."""
+def native_driver(backend: str) -> dict[str, str]:
+    """The option that runs a probe on clients/load-driver, for a design it implements."""
     from harness.engine.native import DESIGNS
 
-    driver = {"load_driver": "native"} if backend in DESIGNS else {"load_clients": str(LOAD_PER_PROCESS)}
-    return {"own_key": "true", "resource": "none", **driver}
+    return {"load_driver": "native"} if backend in DESIGNS else {}
+
+
+def throughput_options(backend: str) -> dict[str, str]:
+    """The options of a throughput probe: the lock cycle alone, each client on its own key, on
+    the fastest driver chaoslock has for the design (else Python clients, many per process)."""
+    return {"own_key": "true", "resource": "none",
+            **(native_driver(backend) or {"load_clients": str(LOAD_PER_PROCESS)})}
 
 
 class _Undecided(Exception):
@@ -236,6 +242,7 @@ def measure(backend: str, plan: Plan, store: str, run: Runner = run_probe,
         m.add("yardstick_cycles_per_s", ys.cycles_per_s)
         m.yardstick = ys.line()
     load = throughput_options(backend)
+    contend = native_driver(backend)
     for rep in range(plan.reps):
         seed = rep + 1
         s, h, d = go("latency", replace(base, concurrency=1, time_limit=plan.run_s, seed=seed))
@@ -248,7 +255,8 @@ def measure(backend: str, plan: Plan, store: str, run: Runner = run_probe,
                                                      options=load))
             m.curve.setdefault(n, []).append(cycles_per_s(h))
             m.runs.setdefault("throughput", []).append(d)
-        s, h, d = go("contended", replace(base, concurrency=plan.contended, time_limit=plan.run_s, seed=seed))
+        s, h, d = go("contended", replace(base, concurrency=plan.contended, time_limit=plan.run_s, seed=seed,
+                                          options=contend))
         acq, _ = latencies(h)
         m.add("contended_p99_ms", _quantile(acq, 0.99), d)
         m.add("conflicts_per_10k_none", per_10k(s), d)
@@ -259,7 +267,7 @@ def measure(backend: str, plan: Plan, store: str, run: Runner = run_probe,
             m.add("requests_per_grant", round(s["server_requests"] / s["acquires_ok"], 1), d)
         if backend in POLLING:
             s, h, d = go("contended, tight poll", replace(base, concurrency=plan.contended, time_limit=plan.run_s,
-                                                          seed=seed, options={"retry_delay_ms": "2"}))
+                                                          seed=seed, options={"retry_delay_ms": "2", **contend}))
             if s.get("server_requests") is not None and s.get("acquires_ok"):
                 m.add("requests_per_grant_tight", round(s["server_requests"] / s["acquires_ok"], 1), d)
 
