@@ -18,7 +18,8 @@
 //
 // Protocol with the harness: once every client is connected it prints `ready` on stdout and starts;
 // after -seconds (or on SIGTERM) each client finishes its cycle, and the driver writes the history (JSON lines, the
-// fields of docs/history-format.md, in time order, no index) to -out and prints `done N` (ops).
+// fields of docs/history-format.md, in time order, no index) to -out and prints `done N` (ops;
+// `done N capped` when it stopped early at -max-ops, which bounds its memory).
 // A client whose op may have happened (a timeout, a broken connection) records `info` and goes on
 // as a new process id (the old + -clients), as the Python workers do. It exits 1 with one sentence
 // on stderr when it cannot connect.
@@ -654,6 +655,7 @@ func main() {
 	scripts := flag.String("scripts", "", "directory of acquire.lua, release.lua, read.lua, write.lua")
 	conns := flag.Int("conns", 4, "etcd clients (gRPC connections) the goroutines share")
 	out := flag.String("out", "", "where the history goes")
+	maxOps := flag.Int64("max-ops", 20_000_000, "stop the run once this many ops are recorded (memory)")
 	profile := flag.String("cpuprofile", "", "write a Go CPU profile here (to see where the driver's time goes)")
 	flag.Parse()
 	if *profile != "" {
@@ -727,7 +729,9 @@ func main() {
 			designs[i] = &etcdDesign{c: etcds[i%len(etcds)], name: name}
 		}
 	}
-	var stopped int32 // SIGTERM: the harness stops the run early (a Ctrl-C); each client ends its cycle
+	var recorded int64 // ops of every client so far, against -max-ops
+	var capped int32   // the run stopped at -max-ops
+	var stopped int32  // SIGTERM: the harness stops the run early (a Ctrl-C); each client ends its cycle
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 	go func() { <-term; atomic.StoreInt32(&stopped, 1) }()
@@ -742,13 +746,19 @@ func main() {
 			defer wg.Done()
 			rng := rand.New(rand.NewSource(*seed*7919 + int64(i)))
 			for time.Now().Before(end) && atomic.LoadInt32(&stopped) == 0 {
+				if atomic.LoadInt64(&recorded) >= *maxOps {
+					atomic.StoreInt32(&capped, 1)
+					break
+				}
 				key := keys[i%len(keys)]
 				if !*ownKey && len(keys) > 1 {
 					key = keys[rng.Intn(len(keys))]
 				}
+				before := len(recs[i].ops)
 				if !cycle(designs[i], counters[i], recs[i], rng, key, end) {
 					recs[i].process += *clients
 				}
+				atomic.AddInt64(&recorded, int64(len(recs[i].ops)-before))
 			}
 		}(i)
 	}
@@ -760,5 +770,9 @@ func main() {
 	if err := writeOps(*out, recs); err != nil {
 		die(1, "cannot write the history to %s: %v", *out, err)
 	}
-	fmt.Printf("done %d\n", total)
+	if atomic.LoadInt32(&capped) == 1 {
+		fmt.Printf("done %d capped\n", total)
+	} else {
+		fmt.Printf("done %d\n", total)
+	}
 }

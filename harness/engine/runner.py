@@ -337,6 +337,7 @@ def _teardown(spec, nemesis, workers, drain, done, cluster, history, started, er
             if workers.strays:  # the run's cgroup found them (harness/cluster/containment.py)
                 errors.append(f"{len(workers.strays)} process(es) outlived the workers that started them and were "
                               f"killed: {'; '.join(workers.strays[:3])}")
+            errors.extend(getattr(workers, "notes", ()))  # the native driver's (harness/engine/native.py)
             lost = sorted(set(killed) - done)
             if lost:
                 errors.append(f"worker(s) {', '.join(f'c{i + 1}' for i in lost)} did not stop in time and were killed; "
