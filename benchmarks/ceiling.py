@@ -6,10 +6,11 @@ For each design, on clusters the harness brings up itself (harness.cluster.assem
 same servers `chaos run` starts) and takes down again, one after the other:
   yardstick   the service's native load tool on the design's own commands
               (harness/commands/compare/yardstick.py): the ceiling
-  native      chaoslock, N clients, no hold, no fault, driven by
-              clients/load-driver (Go goroutines running the worker's cycle, harness/engine/
-              native.py), every op recorded and checked: what compare's throughput rows use
-              for the designs it implements (redis, etcd)
+  native      chaoslock, N clients, no hold, no fault, driven by the native load driver
+              (clients/load-driver, Go goroutines, for redis, redlock and etcd; clients/
+              zk-load-driver, Java threads on ZooKeeper's client; harness/engine/native.py):
+              the worker's cycle, every op recorded and checked: what compare's throughput
+              rows use
   load mode   the same run on Python clients, K per worker process (harness/engine/load.py)
   processes   the same run with one Python process per client (what fault runs use)
 and the ratios of each to the yardstick (--quick: the native and yardstick rows only). Cycles/s of a chaoslock run are released cycles
@@ -84,7 +85,7 @@ def main() -> int:
                 nat = load = procs = None
                 if b in DESIGNS:
                     nat, v0 = chaoslock(b, args.clients, args.seconds, 0, Path(tmp), native=True)
-                    print(f"  {b:10} native     {nat or 0:,.0f} cycles/s, {args.clients} goroutines, verdict {v0}",
+                    print(f"  {b:10} native     {nat or 0:,.0f} cycles/s, {args.clients} clients in one native process, verdict {v0}",
                           flush=True)
                 if not args.quick:
                     load, v1 = chaoslock(b, args.clients, args.seconds, args.per_process, Path(tmp))

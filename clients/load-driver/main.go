@@ -9,6 +9,9 @@
 //	redis  the built-in `redis` design: EVAL of its acquire script (SET NX PX, then INCR of the
 //	       fence, one script; the harness passes the script text), polled after a jittered pause
 //	       of up to -retry-delay-ms while taken; release by its compare-and-delete script.
+//	redlock  the built-in `redlock` design: SET NX PX on each master in turn, a majority and a
+//	       positive validity (TTL less the acquire's time and the drift) hold it; release by the
+//	       compare-and-delete script on every master. No token.
 //	etcd   the built-in `etcd` design: lease grant (whole seconds, at least the TTL), txn
 //	       put-if-absent with the lease (token: the put's revision), a wait for the key's deletion
 //	       while taken, release by txn delete-if-value and a revoke.
@@ -327,9 +330,9 @@ type counter struct {
 	fencing     bool
 }
 
-func (c *counter) call(s *script, key string, token int64, args ...string) (int64, error) {
+func (c *counter) call(s *script, key string, token int64, has bool, args ...string) (int64, error) {
 	t := ""
-	if c.fencing {
+	if c.fencing && has {
 		t = strconv.FormatInt(token, 10)
 	}
 	v, err := s.run(c.conn, []string{key + ":value", key + ":max-token"}, append([]string{t}, args...)...)
@@ -354,6 +357,7 @@ type lease struct {
 	token      int64
 	validUntil int64
 	leaseID    clientv3.LeaseID
+	noToken    bool // the design has no fencing token (Redlock)
 }
 
 var errNotAcquired = errors.New("not acquired")
@@ -419,6 +423,60 @@ func (d *redisDesign) release(key string, l lease) (bool, error) {
 }
 
 func (d *redisDesign) reset() { d.conn.redial() }
+
+// redlockDesign as workloads/redlock.py RedlockClient: SET NX PX on every master in turn (a master
+// that does not answer counts as a no), held with a majority and validity = ttl - elapsed - drift
+// (ttl * drift + 2 ms) still positive, counted from the end of the acquire; else release
+// everywhere and poll again after a jittered pause. Release: compare-and-delete on every master,
+// ok with a majority. No token.
+type redlockDesign struct {
+	conns    []*resp
+	releaseS []*script
+	rng      *rand.Rand
+	n        int64
+	name     string
+}
+
+func (d *redlockDesign) acquire(key string, deadline time.Time) (lease, error) {
+	quorum := len(d.conns)/2 + 1
+	for {
+		d.n++
+		value := d.name + "-" + strconv.FormatInt(d.n, 10)
+		start := nowNs()
+		got := 0
+		for _, c := range d.conns {
+			if v, err := c.do("SET", key, value, "NX", "PX", strconv.FormatInt(cfg.ttlMs, 10)); err == nil && v == "OK" {
+				got++
+			}
+		}
+		now := nowNs()
+		validity := float64(cfg.ttlMs) - float64(now-start)/1e6 - (float64(cfg.ttlMs)*cfg.drift + 2)
+		if got >= quorum && validity > 0 {
+			return lease{value: value, validUntil: now + int64(validity*1e6), noToken: true}, nil
+		}
+		d.releaseAll(key, value)
+		if time.Now().Add(cfg.retryDelay).After(deadline) {
+			return lease{}, errNotAcquired
+		}
+		time.Sleep(time.Duration(d.rng.Float64() * float64(cfg.retryDelay)))
+	}
+}
+
+func (d *redlockDesign) releaseAll(key, value string) int {
+	released := 0
+	for i, c := range d.conns {
+		if v, err := d.releaseS[i].run(c, []string{key}, value); err == nil && v == int64(1) {
+			released++
+		}
+	}
+	return released
+}
+
+func (d *redlockDesign) release(key string, l lease) (bool, error) {
+	return d.releaseAll(key, l.value) >= len(d.conns)/2+1, nil
+}
+
+func (d *redlockDesign) reset() {}
 
 type etcdDesign struct {
 	c    *clientv3.Client
@@ -539,7 +597,8 @@ func cycle(d design, cnt *counter, rec *recorder, rng *rand.Rand, key string, en
 		d.reset()
 		return false
 	}
-	rec.add(op{typ: "ok", f: "acquire", key: key, value: l.value, token: l.token, hasToken: true, validUntil: l.validUntil})
+	rec.add(op{typ: "ok", f: "acquire", key: key, value: l.value, token: l.token, hasToken: !l.noToken, validUntil: l.validUntil})
+	has := !l.noToken // a design without a token presents none to the counter
 	rec.add(op{typ: "invoke", f: "held", key: key})
 	held := int8(1)
 	if nowNs() >= l.validUntil {
@@ -550,33 +609,33 @@ func cycle(d design, cnt *counter, rec *recorder, rng *rand.Rand, key string, en
 		return release(d, rec, key, l)
 	}
 	resource := key + ":counter"
-	rec.add(op{typ: "invoke", f: "read", key: resource, token: l.token, hasToken: true})
-	v, err := cnt.call(cnt.read, key, l.token)
+	rec.add(op{typ: "invoke", f: "read", key: resource, token: l.token, hasToken: has})
+	v, err := cnt.call(cnt.read, key, l.token, has)
 	switch {
 	case err == errStale:
-		rec.add(op{typ: "fail", f: "read", key: resource, token: l.token, hasToken: true, err: "stale-token"})
+		rec.add(op{typ: "fail", f: "read", key: resource, token: l.token, hasToken: has, err: "stale-token"})
 		return release(d, rec, key, l)
 	case err != nil:
-		rec.add(op{typ: "info", f: "read", key: resource, token: l.token, hasToken: true, err: errText(err)})
+		rec.add(op{typ: "info", f: "read", key: resource, token: l.token, hasToken: has, err: errText(err)})
 		cnt.conn.redial()
 		release(d, rec, key, l)
 		return false
 	}
-	rec.add(op{typ: "ok", f: "read", key: resource, num: v, hasNum: true, token: l.token, hasToken: true})
+	rec.add(op{typ: "ok", f: "read", key: resource, num: v, hasNum: true, token: l.token, hasToken: has})
 	hold(rng, l, end)
 	next := v + 1
-	rec.add(op{typ: "invoke", f: "write", key: resource, num: next, hasNum: true, token: l.token, hasToken: true})
-	_, err = cnt.call(cnt.write, key, l.token, strconv.FormatInt(next, 10))
+	rec.add(op{typ: "invoke", f: "write", key: resource, num: next, hasNum: true, token: l.token, hasToken: has})
+	_, err = cnt.call(cnt.write, key, l.token, has, strconv.FormatInt(next, 10))
 	switch {
 	case err == errStale:
-		rec.add(op{typ: "fail", f: "write", key: resource, num: next, hasNum: true, token: l.token, hasToken: true, err: "stale-token"})
+		rec.add(op{typ: "fail", f: "write", key: resource, num: next, hasNum: true, token: l.token, hasToken: has, err: "stale-token"})
 	case err != nil:
-		rec.add(op{typ: "info", f: "write", key: resource, num: next, hasNum: true, token: l.token, hasToken: true, err: errText(err)})
+		rec.add(op{typ: "info", f: "write", key: resource, num: next, hasNum: true, token: l.token, hasToken: has, err: errText(err)})
 		cnt.conn.redial()
 		release(d, rec, key, l)
 		return false
 	default:
-		rec.add(op{typ: "ok", f: "write", key: resource, num: next, hasNum: true, token: l.token, hasToken: true})
+		rec.add(op{typ: "ok", f: "write", key: resource, num: next, hasNum: true, token: l.token, hasToken: has})
 	}
 	return release(d, rec, key, l)
 }
@@ -635,7 +694,7 @@ func die(code int, format string, a ...interface{}) {
 }
 
 func main() {
-	designName := flag.String("design", "", "redis or etcd")
+	designName := flag.String("design", "", "redis, redlock or etcd")
 	lockAddrs := flag.String("lock", "", "comma-separated host:port of the lock servers")
 	storeAddr := flag.String("store", "", "host:port of the store server (the fenced counter)")
 	keysArg := flag.String("keys", "", "comma-separated lock keys")
@@ -667,9 +726,9 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 	keys := strings.Split(*keysArg, ",")
-	if *designName != "redis" && *designName != "etcd" || *lockAddrs == "" || *storeAddr == "" || *keysArg == "" ||
+	if *designName != "redis" && *designName != "redlock" && *designName != "etcd" || *lockAddrs == "" || *storeAddr == "" || *keysArg == "" ||
 		*clients < 1 || *seconds <= 0 || *out == "" || *scripts == "" || *conns < 1 {
-		die(2, "-design redis|etcd, -lock, -store, -keys, -scripts and -out are required; -clients and -conns at least 1, -seconds above 0")
+		die(2, "-design redis|redlock|etcd, -lock, -store, -keys, -scripts and -out are required; -clients and -conns at least 1, -seconds above 0")
 	}
 	cfg = config{ttlMs: *ttl, drift: *drift, retryDelay: time.Duration(*retry * 1e6),
 		nodeTimeout: time.Duration(*nodeTimeout * 1e6), acquireTotal: time.Duration(*acquireTimeout * 1e9),
@@ -725,6 +784,20 @@ func main() {
 				die(1, "cannot load the lock scripts at %s: %v %v", *lockAddrs, err1, err2)
 			}
 			designs[i] = &redisDesign{conn: lc, acquireS: a, releaseS: r, rng: rand.New(rand.NewSource(*seed*7919 + int64(i))), name: name}
+		case "redlock":
+			d := &redlockDesign{rng: rand.New(rand.NewSource(*seed*7919 + int64(i))), name: name}
+			for _, addr := range strings.Split(*lockAddrs, ",") {
+				c, err := dialResp(addr, cfg.nodeTimeout)
+				if err != nil {
+					die(1, "cannot connect to the master at %s: %v", addr, err)
+				}
+				r, err := loadScript(c, text["release"])
+				if err != nil {
+					die(1, "cannot load the release script at %s: %v", addr, err)
+				}
+				d.conns, d.releaseS = append(d.conns, c), append(d.releaseS, r)
+			}
+			designs[i] = d
 		case "etcd":
 			designs[i] = &etcdDesign{c: etcds[i%len(etcds)], name: name}
 		}

@@ -1,22 +1,24 @@
-"""Native load mode: the worker's cycle driven by a Go program, for fault-free performance runs.
+"""Native load mode: the worker's cycle driven by a native program, for fault-free performance runs.
 
 Python clients, one process each or many threads per process (harness/engine/load.py), stay
 far below what a lock service serves on 2 cores (issue 30: valkey takes ~34,000 lock cycles
 a second from redis-benchmark, our Python load mode drives ~2,000). With `-o
-load_driver=native` the runner starts clients/load-driver instead of Python workers: the
-spec's N clients as goroutines running the same cycle (acquire, held, read, write, release)
-with the design's own calls (for Redis, the very Lua scripts of workloads/redis_single.py and
-workloads/resource.py, passed to it as files), recording every op with the host's
-CLOCK_MONOTONIC. When it ends, its history is recorded through the runner's queue like a
-worker's batches, and the checkers judge it as any other: mutual exclusion, fencing, lost
-updates.
+load_driver=native` the runner starts a native driver instead of Python workers:
+clients/load-driver (Go: the redis, redlock and etcd designs) or clients/zk-load-driver (Java,
+ZooKeeper's own client: the zookeeper design). It runs the spec's N clients as goroutines or
+threads, each running the same cycle (acquire, held, read, write, release) with the design's
+own calls (for Redis, the very Lua scripts of workloads/redis_single.py, redis_common.py and
+resource.py, passed to it as files), recording every op with the host's CLOCK_MONOTONIC.
+When it ends, its history is recorded through the runner's queue like a worker's batches, and
+the checkers judge it as any other: mutual exclusion, fencing, lost updates.
 
 The driver runs in client c1's network namespace, in the run's cgroup (what a Ctrl-C or
-`chaos cluster down` kills), and dies with the runner.
+`chaos cluster down` kills), and dies with the runner. SIGTERM ends its run early (each client
+ends its cycle) with its ops kept; its memory is bounded by -o max_history_mb.
 
 Must not: serve a run with a nemesis (its clients share one process), a design it does not
-implement, or a cycle it does not do (renewals, reentry, lock kinds, a watchdog): each is
-refused in one sentence before anything starts.
+implement, or a cycle it does not do (renewals, reentry, lock kinds, a watchdog, a wall-clock
+validity): each is refused in one sentence before anything starts.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from harness.engine.worker import FAILED, SAFETY_MARGIN
 ROOT = Path(__file__).resolve().parents[2]
 # the built-in backends a driver implements (its -design), and that driver
 DRIVERS = {"redis": ROOT / "clients" / "load-driver" / "bin" / "load-driver",
+           "redlock": ROOT / "clients" / "load-driver" / "bin" / "load-driver",
            "etcd": ROOT / "clients" / "load-driver" / "bin" / "load-driver",
            "zookeeper": ROOT / "clients" / "zk-load-driver" / "bin" / "zk-load-driver"}
 DESIGNS = tuple(DRIVERS)
@@ -62,7 +65,8 @@ def refusal(spec: Any) -> str | None:
     for on, flag in ((spec.renew, "--renew"), (spec.reenter, "--reenter"),
                      (getattr(spec, "hold_until_expiry", False), "--hold-until-expiry"),
                      (spec.lock != "mutex", f"--lock {spec.lock}"),
-                     (str(spec.options.get("watchdog", "")).lower() in ("1", "true", "yes", "on"), "-o watchdog")):
+                     (str(spec.options.get("watchdog", "")).lower() in ("1", "true", "yes", "on"), "-o watchdog"),
+                     (spec.options.get("validity_clock", "monotonic") != "monotonic", "-o validity_clock")):
         if on:
             return f"{what} runs the plain mutex cycle; drop {flag} or the option"
     if cluster_option(spec.options, "load_clients"):

@@ -7,10 +7,14 @@ tool is Debian's `redis-benchmark` (C, hiredis) sending the design's own command
 workloads.redis_single.ACQUIRE (SET NX PX and INCR of the fence, one script) and EVAL of
 workloads.redis_common.RELEASE (compare-and-delete). It runs one command at a time, so a
 cycle is measured as its two halves: cycles/s = 1 / (1/acquires/s + 1/releases/s), the
-rate at which one server does both. Keys are random over 10^9 (`-r`), so the acquire takes
-a free key almost always; the release then finds mostly no key of its value (redis-benchmark
-cannot give a release the key an acquire took), so it runs the script's GET without the DEL:
-the printed `acquired` and `deleted` shares say how far each half was the full path.
+rate at which one server does both. The acquire's keys are random over 10^9 (`-r`), so it
+takes a free key almost always; redis-benchmark cannot give a release the key an acquire
+took, so before the release half the server is filled with locks held by the release's value
+on 3 x its requests keys, and the release's random keys are drawn from those: about 85 % of
+the releases find their lock and delete it (the full path). The printed `acquired` and
+`deleted` shares say how far each half was the full path. Redlock's yardstick runs
+redis-benchmark on all five masters at once (its acquire on each is a plain SET NX PX): a
+Redlock client asks every master in turn, so its ceiling is the slowest master's cycle rate.
 
 For etcd the tool is clients/etcd-yardstick (etcd's own Go client, clientv3, built offline
 from Debian's etcd sources by scripts/clients/etcd-yardstick.sh): goroutines each cycling on a
@@ -98,42 +102,72 @@ def _in_netns(netns: str | None):
     return enter
 
 
-def redis_yardstick(node, netns: str | None, *, requests: int = 100_000, connections: int = 32,
-                    ttl_ms: int = 60_000) -> Yardstick:
-    """redis-benchmark on `node` (a valkey lock node, nothing else on it): the design's
-    acquire script, then its release script, `requests` each over `connections`."""
+# Sets KEYS[1]..%012d (redis-benchmark's __rand_int__) for 0..ARGV[1]-1 to ARGV[2]: the locks the
+# release half then finds held by its value, so it runs the script's full path (GET, then DEL).
+_FILL = "for i = 0, tonumber(ARGV[1]) - 1 do redis.call('SET', KEYS[1] .. string.format('%012d', i), ARGV[2]) end"
+FILL_FACTOR = 3  # keys filled per release request: about 85 % of the releases find a lock of theirs
+
+
+def _benchmarks(nodes, netns: str | None, connections: int, requests: int, keyspace: int,
+                *command: str) -> list[float]:
+    """redis-benchmark on every node at once (one process each), `command` `requests` times over
+    `connections`, keys __rand_int__ below `keyspace`: each node's requests per second."""
+    tool = redis_benchmark()
+    procs = [subprocess.Popen([tool, "-h", n.host, "-p", str(n.port), "-c", str(connections), "-n", str(requests),
+                               "-r", str(keyspace), "--csv", *command], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, preexec_fn=_in_netns(netns)) for n in nodes]
+    rates = []
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        if p.returncode != 0:
+            for q in procs:
+                q.kill()
+            raise ChaosError(f"redis-benchmark failed ({p.returncode}): {(err.strip() or out.strip()).splitlines()[-1:]}")
+        rates.append(parse_csv_rps(out))
+    return rates
+
+
+def redis_yardstick(nodes, netns: str | None, *, requests: int = 100_000, connections: int = 32,
+                    ttl_ms: int = 60_000, acquire: tuple[str, ...] | None = None) -> Yardstick:
+    """redis-benchmark on the lock nodes (valkey, nothing else on them), all at once: the
+    design's acquire (default: workloads.redis_single's script; Redlock's is a plain SET NX PX
+    on each master), then its release script on locks filled beforehand, `requests` each over
+    `connections` per node. A design that asks every node in turn for each cycle (Redlock) is
+    as fast as its slowest node: the figure is that node's."""
     from harness.cluster.valkey import connect
     from workloads.redis_common import RELEASE
     from workloads.redis_single import ACQUIRE
 
-    tool = redis_benchmark()
-    conn = connect(node, timeout=5.0)
+    value = "held-by-yardstick"
+    fence = f"{PREFIX}fence"
+    acquire = acquire or ("EVAL", ACQUIRE, "2", f"{PREFIX}__rand_int__", fence, value, str(ttl_ms))
+    conns = [connect(n, timeout=30.0) for n in nodes]
     try:
-        conn.flushall()
-        base = [tool, "-h", node.host, "-p", str(node.port), "-c", str(connections), "-n", str(requests),
-                "-r", str(BENCH_KEYS), "--csv"]
-        fence = f"{PREFIX}fence"
-
-        def bench(*command: str) -> float:
-            out = subprocess.run(base + list(command), capture_output=True, text=True, timeout=600,
-                                 preexec_fn=_in_netns(netns))
-            if out.returncode != 0:
-                raise ChaosError(f"redis-benchmark failed ({out.returncode}): "
-                                 f"{(out.stderr.strip() or out.stdout.strip()).splitlines()[-1:]}")
-            return parse_csv_rps(out.stdout)
-
-        acquires = bench("EVAL", ACQUIRE, "2", f"{PREFIX}__rand_int__", fence, "held-by-yardstick", str(ttl_ms))
-        acquired = int(conn.get(fence) or 0)
-        dels_before = _calls(conn, "del")
-        releases = bench("EVAL", RELEASE, "1", f"{PREFIX}__rand_int__", "held-by-yardstick")
-        deleted = _calls(conn, "del") - dels_before
-        conn.flushall()
+        for c in conns:
+            c.flushall()
+        acquires = _benchmarks(nodes, netns, connections, requests, BENCH_KEYS, *acquire)
+        acquired = [int(c.get(fence) or 0) if acquire[0] == "EVAL" else c.dbsize() for c in conns]
+        keyspace = FILL_FACTOR * requests
+        for c in conns:
+            c.flushall()
+            c.eval(_FILL, 1, PREFIX, keyspace, value)
+        dels_before = [_calls(c, "del") for c in conns]
+        releases = _benchmarks(nodes, netns, connections, requests, keyspace,
+                               "EVAL", RELEASE, "1", f"{PREFIX}__rand_int__", value)
+        deleted = [_calls(c, "del") - b for c, b in zip(conns, dels_before)]
+        for c in conns:
+            c.flushall()
     finally:
-        conn.close()
+        for c in conns:
+            c.close()
+    rates = [cycle_rate(a, r) for a, r in zip(acquires, releases)]
+    slowest = rates.index(min(rates))
     # redis-benchmark sends a few requests past -n on some connections; the shares are capped at 1
-    return Yardstick(tool="redis-benchmark", cycles_per_s=round(cycle_rate(acquires, releases), 1),
-                     acquires_per_s=acquires, releases_per_s=releases, connections=connections,
-                     acquired_share=min(1.0, acquired / requests), deleted_share=min(1.0, deleted / requests))
+    return Yardstick(tool="redis-benchmark" + (f" on {len(nodes)} masters at once, the slowest" if len(nodes) > 1 else ""),
+                     cycles_per_s=round(rates[slowest], 1), acquires_per_s=acquires[slowest],
+                     releases_per_s=releases[slowest], connections=connections,
+                     acquired_share=min(1.0, acquired[slowest] / requests),
+                     deleted_share=min(1.0, deleted[slowest] / requests))
 
 
 def _calls(conn, command: str) -> int:
@@ -144,7 +178,14 @@ def _calls(conn, command: str) -> int:
 
 def _redis(nodes, netns: str | None) -> Yardstick:
     lock = [n for n in nodes if n.role == "lock"]
-    return redis_yardstick(lock[0], netns)
+    return redis_yardstick(lock[:1], netns)
+
+
+def _redlock(nodes, netns: str | None) -> Yardstick:
+    """Redlock's acquire on each master is a plain SET NX PX (workloads/redlock.py)."""
+    lock = [n for n in nodes if n.role == "lock"]
+    return redis_yardstick(lock, netns, requests=40_000,
+                           acquire=("SET", f"{PREFIX}__rand_int__", "held-by-yardstick", "NX", "PX", "60000"))
 
 
 ETCD_TOOL = Path(__file__).resolve().parents[3] / "clients" / "etcd-yardstick" / "bin" / "etcd-yardstick"
@@ -186,7 +227,7 @@ def zk_yardstick(nodes, netns: str | None, *, clients: int = 32, sessions: int =
 
 
 # design -> its yardstick, given the lock nodes as client c1 reaches them and c1's namespace
-YARDSTICKS = {"redis": _redis, "etcd": etcd_yardstick, "zookeeper": zk_yardstick}
+YARDSTICKS = {"redis": _redis, "redlock": _redlock, "etcd": etcd_yardstick, "zookeeper": zk_yardstick}
 
 
 def measure_yardstick(backend: str, nodes, netns: str | None) -> Yardstick:

@@ -28,7 +28,7 @@ def _run(tmp_path, *args: str) -> tuple[dict, list[dict]]:
     return s, ops
 
 
-@pytest.mark.parametrize("backend", ["redis", "etcd"])
+@pytest.mark.parametrize("backend", ["redis", "etcd", "zookeeper"])
 def test_contended_fenced_cycles_are_recorded_and_judged(tmp_path, backend):
     """8 clients on 2 keys with holds: waiters poll or watch, and the counter's final value is
     exactly the writes the store accepted (lost updates judged), each client under its own ids."""
@@ -47,13 +47,14 @@ def test_contended_fenced_cycles_are_recorded_and_judged(tmp_path, backend):
     assert sum(o["f"] == "acquire" and o["type"] == "fail" for o in ops) > 0  # a waiter that gave up
 
 
-def test_the_lock_cycle_alone_on_a_key_per_client(tmp_path):
+@pytest.mark.parametrize("backend", ["redis", "redlock"])
+def test_the_lock_cycle_alone_on_a_key_per_client(tmp_path, backend):
     """Compare's throughput probe: no counter work, client i on key i; every hold is a critical section."""
-    s, ops = _run(tmp_path, "--backend", "redis", "--concurrency", "16", "--keys", "16", "-o", "own_key=yes",
+    s, ops = _run(tmp_path, "--backend", backend, "--concurrency", "16", "--keys", "16", "-o", "own_key=yes",
                   "-o", "resource=none", "--hold-max", "0", "--time-limit", "3", "--recovery", "0", "--seed", "1")
     assert s["valid"] is True, s
     assert not [o for o in ops if o["f"] in ("read", "write") and o["process"] != "final"]
-    assert s["critical_sections"] == s["acquires_ok"] > 1000, s
+    assert s["critical_sections"] == s["acquires_ok"] > 500, s
     assert all(o["key"].endswith(f"-{o['process'] % 16}") for o in ops if o["f"] == "acquire")
 
 
@@ -79,7 +80,7 @@ def test_ctrl_c_ends_the_driver_at_once_and_keeps_its_ops(tmp_path):
 
 
 def test_a_design_it_does_not_run_is_refused_before_any_server_starts(tmp_path):
-    r = chaos("run", "--backend", "redlock", "-o", "load_driver=native", "--time-limit", "2", "--store", str(tmp_path))
+    r = chaos("run", "--backend", "pottery", "-o", "load_driver=native", "--time-limit", "2", "--store", str(tmp_path))
     assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
     assert "use -o load_clients=K" in r.stderr, r.stderr
-    assert not list(tmp_path.glob("redlock-*/*"))
+    assert not list(tmp_path.glob("pottery-*/*"))

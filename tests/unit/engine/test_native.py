@@ -15,7 +15,8 @@ NATIVE = {"load_driver": "native"}
 
 
 @pytest.mark.parametrize("change,words", [
-    ({"backend": "redlock"}, "not redlock; use -o load_clients=K"),
+    ({"backend": "pottery"}, "not pottery; use -o load_clients=K"),
+    ({"backend": "redlock", "options": {**NATIVE, "validity_clock": "wall"}}, "drop -o validity_clock"),
     ({"nemesis": ("pause-holder",)}, "one process per client"),
     ({"renew": True}, "drop --renew"),
     ({"reenter": True}, "drop --reenter"),
@@ -29,7 +30,7 @@ def test_what_the_native_driver_cannot_run_is_refused_in_one_sentence(change, wo
     assert why is not None and words in why and "\n" not in why, why
 
 
-@pytest.mark.parametrize("backend", ["redis", "etcd"])
+@pytest.mark.parametrize("backend", ["redis", "redlock", "etcd", "zookeeper"])
 def test_the_plain_cycle_of_a_design_it_implements_is_accepted(backend):
     assert refusal(TestSpec(backend=backend, options=NATIVE, fencing=True, keys=4, concurrency=8)) is None
 
