@@ -84,3 +84,13 @@ def test_a_design_it_does_not_run_is_refused_before_any_server_starts(tmp_path):
     assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
     assert "use -o load_clients=K" in r.stderr, r.stderr
     assert not list(tmp_path.glob("pottery-*/*"))
+
+
+def test_redlocks_yardstick_drives_all_five_masters_through_both_full_paths(tmp_path):
+    """The ceiling compare holds Redlock's figures against: redis-benchmark on the five masters at
+    once, its acquire taking free keys and its release finding locks of its own to delete."""
+    from harness.commands.compare.battery import run_yardstick
+
+    ys = run_yardstick("redlock", str(tmp_path))
+    assert ys.tool.startswith("redis-benchmark on 5 masters") and ys.connections == 32
+    assert ys.cycles_per_s > 0 and ys.acquired_share >= 0.99 and 0.7 <= ys.deleted_share <= 1.0, ys.line()
