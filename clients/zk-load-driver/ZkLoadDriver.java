@@ -92,7 +92,32 @@ public class ZkLoadDriver {
 
     static void die(int code, String msg) {
         System.err.println("zk-load-driver: " + msg);
-        System.exit(code);
+        System.err.flush();
+        ended(code);
+    }
+
+    // The end of the process, whoever asks for it. SIGTERM (the harness stops the run early, a
+    // Ctrl-C) runs the shutdown hook, which stops the clients and waits here until main has written
+    // the history; halt then gives main's status, not SIGTERM's.
+    static final CountDownLatch ENDED = new CountDownLatch(1);
+    static volatile int status;
+
+    static void ended(int code) {
+        status = code;
+        ENDED.countDown();
+        System.exit(code); // blocks for ever if a shutdown is under way; the hook halts with `status`
+    }
+
+    static void stopOnSigterm() {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            stopped = true;
+            try {
+                ENDED.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            Runtime.getRuntime().halt(status);
+        }, "sigterm"));
     }
 
     // ------------------------------------------------------------ config
@@ -508,9 +533,7 @@ public class ZkLoadDriver {
             ds[i] = new Zk(ss[i % sessions], pid + String.format("%08x", i)); // with the cycle number: 32 hex digits
         }
 
-        // SIGTERM: the harness stops the run early (a Ctrl-C); each client ends its cycle and the
-        // history is still written (the JVM's own handler would exit at once, 143).
-        sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sig -> stopped = true);
+        stopOnSigterm(); // each client ends its cycle and the history is still written
         System.out.println("ready");
         System.out.flush();
         long end = System.nanoTime() + (long) (seconds * 1e9);
@@ -551,6 +574,6 @@ public class ZkLoadDriver {
         }
         System.out.println("done " + total + (capped ? " capped" : ""));
         System.out.flush();
-        System.exit(0);
+        ended(0);
     }
 }

@@ -58,11 +58,13 @@ def test_the_lock_cycle_alone_on_a_key_per_client(tmp_path, backend):
     assert all(o["key"].endswith(f"-{o['process'] % 16}") for o in ops if o["f"] == "acquire")
 
 
-def test_ctrl_c_ends_the_driver_at_once_and_keeps_its_ops(tmp_path):
-    p = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", "redis", "-o", "load_driver=native",
+@pytest.mark.parametrize("backend, driver", [("redis", "clients/load-driver/bin/load-driver"),
+                                             ("zookeeper", "ZkLoadDriver")])
+def test_ctrl_c_ends_the_driver_at_once_and_keeps_its_ops(tmp_path, backend, driver):
+    p = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", backend, "-o", "load_driver=native",
                           "--time-limit", "60", "--concurrency", "4", "--seed", "2", "--store", str(tmp_path)],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    driver = ["pgrep", "-f", "clients/load-driver/bin/load-driver"]
+    driver = ["pgrep", "-f", driver]
     eventually(lambda: p.poll() is not None or subprocess.run(driver, capture_output=True).returncode == 0,
                timeout=60)
     assert p.poll() is None, p.communicate()[1][-2000:]
@@ -73,7 +75,7 @@ def test_ctrl_c_ends_the_driver_at_once_and_keeps_its_ops(tmp_path):
     assert p.returncode == 130 and "Traceback" not in err, err[-2000:]
     assert time.monotonic() - t < 30  # not the 60 s the driver was asked to run
     assert subprocess.run(driver, capture_output=True).returncode == 1  # no driver left
-    run_dir = next(d for d in tmp_path.glob("redis-*/*") if d.is_dir())
+    run_dir = next(d for d in tmp_path.glob(f"{backend}-*/*") if d.is_dir())
     ops = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
     assert sum(o["f"] == "release" and o["type"] == "ok" for o in ops) > 0
     assert json.loads((run_dir / "results.json").read_text())["summary"]["interrupted"] is True
