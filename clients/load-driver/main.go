@@ -14,7 +14,9 @@
 //	       compare-and-delete script on every master. No token.
 //	etcd   the built-in `etcd` design: lease grant (whole seconds, at least the TTL), txn
 //	       put-if-absent with the lease (token: the put's revision), a wait for the key's deletion
-//	       while taken, release by txn delete-if-value and a revoke.
+//	       while taken, release by txn delete-if-value and a revoke. No background keepalive: a
+//	       hold ends inside the validity counted from the grant (the cycle caps it), so it would
+//	       renew nothing this cycle relies on.
 //
 // The protected counter is the harness's fenced counter on the store server (-store), through its
 // own read and write scripts (-scripts DIR holds acquire.lua, release.lua, read.lua, write.lua).
