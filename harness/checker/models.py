@@ -184,9 +184,11 @@ class Mutex(Model):
             if inv.f == "release":
                 end = comp.time_ns if comp is not None else float("inf")
                 last_release[inv.process] = max(end, last_release.get(inv.process, end))
-        return [(inv, comp) for inv, comp in ops
-                if not (inv.f == "acquire" and comp is None
-                        and last_release.get(inv.process, -1) < inv.time_ns)]
+        # The pairs themselves, not new tuples: on a 1M-op history new ones would cost
+        # a full garbage collection over everything alive.
+        return [p for p in ops
+                if not (p[1] is None and p[0].f == "acquire"
+                        and last_release.get(p[0].process, -1) < p[0].time_ns)]
 
     def to_json(self, state: State) -> Any:
         return state[0] if state else None
