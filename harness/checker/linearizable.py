@@ -51,6 +51,7 @@ is not done by then is "unknown", never True.
 from __future__ import annotations
 
 import bisect
+import gc
 import random
 import time
 from dataclasses import dataclass
@@ -431,7 +432,20 @@ def check_linearizable(history: Sequence[Op], model: str | Model, *, time_limit:
     completion of an info op is the info op itself, of a never-completed op null.
     """
     m = resolve_model(model)
-    label = name or f"linearizable-{m.name}"
+    # The check builds millions of objects that live until it returns and form no cycles
+    # (pairs, tables, the memo); on a 1M-op history the cyclic collector would walk
+    # everything alive several times for nothing (2 s of 6). Refcounting frees as usual.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _check(history, m, time_limit, name or f"linearizable-{m.name}")
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _check(history: Sequence[Op], m: Model, time_limit: float, label: str) -> CheckResult:
+    """check_linearizable with the collector paused."""
     start = time.monotonic()
     deadline = start + time_limit
     parts, fails = _partitions(history, m)
