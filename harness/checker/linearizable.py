@@ -183,6 +183,7 @@ def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float,
     head = 0
     nxt, prv, is_call, done_at, ent_op, ret_of, pos_call = _entries(ops)
     guard, then, ro = _compile(model, ops)
+    any_ro = any(ro)
     mstep = model.step
     state = model.init
     rules = None if report or _STEP in guard else needs(ops, guard, then)
@@ -328,8 +329,16 @@ def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float,
                         nxt[a], prv[b] = b, a
                         a, b = prv[r], nxt[r]
                         nxt[a], prv[b] = b, a
-                        # after a read-only op the scan carries on where it was
-                        e = nxt[prv[c]] if alt is _ABSORBED else nxt[head]
+                        # Where the scan for a read-only op resumes: after one, where it
+                        # was; after another move, from the start, since the state changed,
+                        # unless there are no read-only ops: then at this node's first return
+                        # (its forced op's) or, if that op was placed, what followed it.
+                        if alt is _ABSORBED:
+                            e = nxt[prv[c]]
+                        elif any_ro:
+                            e = nxt[head]
+                        else:
+                            e = nxt[prv[ret_of[pos_call[o]]]]
                         break
                     # The dead-state rule: an ok op still needs the state this move
                     # leaves, and no op that could bring it back is left.
