@@ -155,7 +155,7 @@ def _entries(ops: list[tuple[Op, Op | None]]) -> tuple[list, list, list]:
         nxt[a], prv[b] = b, a
         a = b
     nxt[a], prv[tail] = tail, a
-    # an info return: all finite returns come before it
+    # done at the tail, and at an info return: every finite return comes before it
     done_at = [False] * n + [comp is None for _, comp in ops] + [False, True]
     return nxt, prv, done_at
 
@@ -437,7 +437,8 @@ def check_linearizable(history: Sequence[Op], model: str | Model, *, time_limit:
     m = resolve_model(model)
     # The check builds millions of objects that live until it returns and form no cycles
     # (pairs, tables, the memo); on a 1M-op history the cyclic collector would walk
-    # everything alive several times for nothing (2 s of 6). Refcounting frees as usual.
+    # everything alive several times for nothing (2 s of 6.5 in benchmarks/checker.py's
+    # 1M-op mutex case). Refcounting frees as usual.
     enabled = gc.isenabled()
     gc.disable()
     try:
