@@ -51,6 +51,7 @@ is not done by then is "unknown", never True.
 from __future__ import annotations
 
 import bisect
+import gc
 import random
 import time
 from dataclasses import dataclass
@@ -137,33 +138,26 @@ def _compile(model: Model, ops: list[tuple[Op, Op | None]]) -> tuple[list, list,
     return guard, then, ro
 
 
-def _entries(ops: list[tuple[Op, Op | None]]) -> tuple[list, list, list, list, list, list, list]:
-    """The doubly linked entry list: positions 1..2n hold the calls and returns sorted by
-    time (a call before a return at equal times), 0 is the head and 2n+1 the tail."""
+def _entries(ops: list[tuple[Op, Op | None]]) -> tuple[list, list, list]:
+    """The doubly linked entry list as nxt, prv and done_at (reaching this entry means every
+    ok op is placed). Entry i is op i's call and n + i its return, 2n the head and 2n + 1
+    the tail; they are linked in time order, a call before a return at equal times, then
+    in op order."""
     n = len(ops)
-    raw = []
-    for i, (inv, comp) in enumerate(ops):
-        raw.append((inv.time_ns, 0, i))
-        raw.append((comp.time_ns if comp is not None else _INF, 1, i))
-    raw.sort()
-    size = 2 * n + 2
-    nxt = list(range(1, size + 1))
-    prv = list(range(-1, size - 1))
-    is_call = [False] * size
-    done_at = [False] * size    # reaching this entry means every ok op is placed
-    done_at[size - 1] = True
-    ent_op = [-1] * size
-    ret_of = [0] * size         # call position -> its return position
-    pos_call = [0] * n
-    for pos, (t, kind, i) in enumerate(raw, 1):
-        ent_op[pos] = i
-        if kind == 0:
-            is_call[pos] = True
-            pos_call[i] = pos
-        else:
-            ret_of[pos_call[i]] = pos
-            done_at[pos] = t == _INF  # an info return: all finite returns come before it
-    return nxt, prv, is_call, done_at, ent_op, ret_of, pos_call
+    # Twice the time, plus one for a return: one number per entry orders time and kind.
+    keys = [2 * inv.time_ns for inv, _ in ops]
+    keys += [2 * comp.time_ns + 1 if comp is not None else _INF for _, comp in ops]
+    head, tail = 2 * n, 2 * n + 1
+    nxt = [tail] * (2 * n + 2)
+    prv = [head] * (2 * n + 2)
+    a = head
+    for b in sorted(range(2 * n), key=keys.__getitem__):  # stable: op order at equal keys
+        nxt[a], prv[b] = b, a
+        a = b
+    nxt[a], prv[tail] = tail, a
+    # done at the tail, and at an info return: every finite return comes before it
+    done_at = [False] * n + [comp is None for _, comp in ops] + [False, True]
+    return nxt, prv, done_at
 
 
 def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float,
@@ -179,9 +173,10 @@ def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float,
     without the dead-state rule, which ends paths early (where a state is left, not at
     the stuck op's return), and stopping after `report` iterations."""
     n = len(ops)
-    head = 0
-    nxt, prv, is_call, done_at, ent_op, ret_of, pos_call = _entries(ops)
+    head = 2 * n                # entries: op i's call is i, its return n + i (see _entries)
+    nxt, prv, done_at = _entries(ops)
     guard, then, ro = _compile(model, ops)
+    any_ro = any(ro)
     mstep = model.step
     state = model.init
     rules = None if report or _STEP in guard else needs(ops, guard, then)
@@ -210,38 +205,42 @@ def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float,
         return state if t is KEEP else t
 
     def helpers(state: Any, o: int) -> list:
-        """[(call position, next state)] of the legal moves other than `o`, first those
-        after which `o` is legal."""
+        """[(op, next state)] of the legal moves other than `o`, first those after which
+        `o` is legal."""
         good, rest = [], []
-        p = nxt[head]
-        while is_call[p]:
-            i = ent_op[p]
+        i = nxt[head]
+        while i < n:
             if i != o:
                 ns = trans(state, i)
                 if ns is not None:
-                    (good if trans(ns, o) is not None else rest).append((p, ns))
-            p = nxt[p]
+                    (good if trans(ns, o) is not None else rest).append((i, ns))
+            i = nxt[i]
         return good + rest
 
-    needers: dict = {}          # state id -> call positions of the ok ops needing it
+    # ops come in invocation order (_partitions), so op order is the order of their calls
+    needers: dict = {}          # state id -> the ok ops needing it, in op order
+    called: list = []           # invocation times by op
 
     def needy(sid: int, skip: int) -> int:
-        """For the report: an unplaced ok op needing state id `sid`, other than the one
-        at call position `skip`, preferably one whose call comes before the first return."""
+        """For the report: an unplaced ok op needing state id `sid`, other than `skip`,
+        preferably one whose call comes before the first return."""
         if not needers:
-            for i in sorted(range(n), key=pos_call.__getitem__):
+            for i in range(n):
                 if need_of[i] >= 0:
-                    needers.setdefault(need_of[i], []).append(pos_call[i])
+                    needers.setdefault(need_of[i], []).append(i)
+            called.extend(inv.time_ns for inv, _ in ops)
         calls = needers[sid]
         f = nxt[head]
-        while is_call[f]:
+        while f < n:
             f = nxt[f]
         # Calls after the first return are all unplaced; placed ones lie mostly before it.
-        at = bisect.bisect_left(calls, f)
+        comp = ops[f - n][1]
+        before = bisect.bisect_right(called, comp.time_ns if comp is not None else _INF)
+        at = bisect.bisect_left(calls, before)
         lo = max(0, at - 64)
         for x in calls[lo:at + 1] + calls[lo - 1::-1] if lo else calls[:at + 1]:
             if x != skip and nxt[prv[x]] == x:  # still linked: not placed
-                return ent_op[x]
+                return x
         raise AssertionError("need count out of step")  # pragma: no cover
 
     rng = random.Random(0x11FE)  # fixed seed: the same history always searches alike
@@ -249,10 +248,10 @@ def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float,
     zstate = {state: rng.getrandbits(128)}  # more are drawn as states turn up
     placed = 0                  # Zobrist hash of the set of placed ops
     seen = {zstate[state]}      # placed ^ zstate[state] of every configuration reached
-    # The path, one entry per placed op: its call position, the state before it, and what
+    # The path, one entry per placed op: the op, the state before it, and what
     # else its node may try: _ABSORBED nothing, None the helpers of the forced op (not
     # listed yet), or [next index, forced op, helpers].
-    path_pos: list[int] = []
+    path_op: list[int] = []
     path_state: list = []
     path_alt: list = []
     best = -1
@@ -267,20 +266,19 @@ def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float,
     e = nxt[head]               # where the scan for a read-only op resumes
     while True:
         # This node's first move: a read-only op legal now, else the forced op.
-        while is_call[e]:
-            i = ent_op[e]
-            if ro[i]:
-                g = guard[i]
+        while e < n:
+            if ro[e]:
+                g = guard[e]
                 if g is ANY or g == state:
                     break
             e = nxt[e]
-        if is_call[e]:
-            c, ns, alt, o = e, state, _ABSORBED, -1
+        if e < n:
+            i, ns, alt, o = e, state, _ABSORBED, -1
         elif done_at[e]:
             return _Outcome(valid=True)
         else:
-            o = ent_op[e]
-            c, alt = pos_call[o], None
+            o = e - n
+            i, alt = o, None
             g = guard[o]
             if g is _STEP:
                 ns = mstep(state, ops[o][0], ops[o][1])
@@ -303,7 +301,6 @@ def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float,
                         return _Outcome(valid=False, stuck=bad.index(True), doomed=True)
                     return _Outcome(valid=UNKNOWN)
             if ns is not None:
-                i = ent_op[c]
                 nh = placed ^ zop[i]
                 z = zstate.get(ns)
                 if z is None:
@@ -318,17 +315,25 @@ def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float,
                         prod[p] -= 1
                     sid = ids.get(state, -1) if ns != state else -1
                     if sid < 0 or not need[sid] or prod[sid]:
-                        path_pos.append(c)
+                        path_op.append(i)
                         path_state.append(state)
                         path_alt.append(alt)
                         state, placed = ns, nh
-                        r = ret_of[c]
-                        a, b = prv[c], nxt[c]
+                        r = n + i
+                        a, b = prv[i], nxt[i]
                         nxt[a], prv[b] = b, a
                         a, b = prv[r], nxt[r]
                         nxt[a], prv[b] = b, a
-                        # after a read-only op the scan carries on where it was
-                        e = nxt[prv[c]] if alt is _ABSORBED else nxt[head]
+                        # Where the scan for a read-only op resumes: after one, where it
+                        # was; after another move, from the start, since the state changed,
+                        # unless there are no read-only ops: then at this node's first return
+                        # (its forced op's) or, if that op was placed, what followed it.
+                        if alt is _ABSORBED:
+                            e = nxt[prv[i]]
+                        elif any_ro:
+                            e = nxt[head]
+                        else:
+                            e = nxt[prv[n + o]]
                         break
                     # The dead-state rule: an ok op still needs the state this move
                     # leaves, and no op that could bring it back is left.
@@ -336,47 +341,46 @@ def _search(model: Model, ops: list[tuple[Op, Op | None]], deadline: float,
                         need[j] += 1
                     if p >= 0:
                         prod[p] += 1
-                    if len(path_pos) + 1 > best and not pinned:
-                        best, stuck, stuck_states = len(path_pos) + 1, needy(sid, c), [ns]
-                        prefix_tail = tuple(ent_op[x] for x in path_pos[1 - _PREFIX_TAIL:]) + (i,)
+                    if len(path_op) + 1 > best and not pinned:
+                        best, stuck, stuck_states = len(path_op) + 1, needy(sid, i), [ns]
+                        prefix_tail = tuple(path_op[1 - _PREFIX_TAIL:]) + (i,)
             if alt is None:
                 alt = [0, o, helpers(state, o)]
             if alt is not _ABSORBED and alt[0] < len(alt[2]):
-                c, ns = alt[2][alt[0]]
+                i, ns = alt[2][alt[0]]
                 alt[0] += 1
                 continue
             if o >= 0:
                 # A dead end: `o` cannot be placed here. Remember the deepest one.
-                depth = len(path_pos)
+                depth = len(path_op)
                 if not pinned and bad[o]:  # `o` can never be placed
                     pinned, best, give_up = True, -1, iters + _DOOMED_BUDGET
                 if pinned and not bad[o]:
                     pass
                 elif depth > best:
                     best, stuck, stuck_states = depth, o, [state]
-                    prefix_tail = tuple(ent_op[x] for x in path_pos[-_PREFIX_TAIL:])
+                    prefix_tail = tuple(path_op[-_PREFIX_TAIL:])
                 elif depth == best and o == stuck and len(stuck_states) < _MAX_STATES \
                         and state not in stuck_states:
                     stuck_states.append(state)
-            if not path_pos or 0 <= give_up <= iters:
+            if not path_op or 0 <= give_up <= iters:
                 return _Outcome(valid=False, stuck=stuck, prefix_len=best, iterations=iters,
                                 prefix_tail=prefix_tail, states=tuple(stuck_states),
                                 doomed=pinned)
-            c = path_pos.pop()
+            i = path_op.pop()
             state = path_state.pop()
             alt = path_alt.pop()
-            i = ent_op[c]
             placed ^= zop[i]
             if need_of[i] >= 0:
                 need[need_of[i]] += 1
             if prod_of[i] >= 0:
                 prod[prod_of[i]] += 1
-            r = ret_of[c]
+            r = n + i
             # Put back in the reverse order of removal, so the saved neighbours are right.
             nxt[prv[r]] = r
             prv[nxt[r]] = r
-            nxt[prv[c]] = c
-            prv[nxt[c]] = c
+            nxt[prv[i]] = i
+            prv[nxt[i]] = i
             ns = None
             o = i if alt is None else -1 if alt is _ABSORBED else alt[1]
 
@@ -431,7 +435,21 @@ def check_linearizable(history: Sequence[Op], model: str | Model, *, time_limit:
     completion of an info op is the info op itself, of a never-completed op null.
     """
     m = resolve_model(model)
-    label = name or f"linearizable-{m.name}"
+    # The check builds millions of objects that live until it returns and form no cycles
+    # (pairs, tables, the memo); on a 1M-op history the cyclic collector would walk
+    # everything alive several times for nothing (2 s of 6.5 in benchmarks/checker.py's
+    # 1M-op mutex case). Refcounting frees as usual.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _check(history, m, time_limit, name or f"linearizable-{m.name}")
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _check(history: Sequence[Op], m: Model, time_limit: float, label: str) -> CheckResult:
+    """check_linearizable with the collector paused."""
     start = time.monotonic()
     deadline = start + time_limit
     parts, fails = _partitions(history, m)

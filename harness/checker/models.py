@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import abc
 import bisect
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Protocol, runtime_checkable
 
@@ -145,6 +146,14 @@ class Model(abc.ABC):
         return thaw(state)
 
 
+@functools.lru_cache(maxsize=1024)
+def _mutex_moves(process: Any) -> tuple[Transition, Transition]:
+    """The acquire and the release of `process`. Shared, since Transitions are immutable: a
+    history has few processes but may have a million ops, each building its own."""
+    held = (process,)
+    return Transition(guard=(), then=held), Transition(guard=held, then=())
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Mutex(Model):
     """An owner-aware lock: the state is `()` when free, `(holder_process,)` when held.
@@ -165,9 +174,9 @@ class Mutex(Model):
 
     def compile(self, inv: Op, comp: Op | None) -> Transition:
         if inv.f == "acquire":
-            return Transition(guard=(), then=(inv.process,))
+            return _mutex_moves(inv.process)[0]
         if inv.f == "release":
-            return Transition(guard=(inv.process,), then=())
+            return _mutex_moves(inv.process)[1]
         return Transition()
 
     def step(self, state: State, inv: Op, comp: Op | None) -> State | None:
@@ -184,9 +193,11 @@ class Mutex(Model):
             if inv.f == "release":
                 end = comp.time_ns if comp is not None else float("inf")
                 last_release[inv.process] = max(end, last_release.get(inv.process, end))
-        return [(inv, comp) for inv, comp in ops
-                if not (inv.f == "acquire" and comp is None
-                        and last_release.get(inv.process, -1) < inv.time_ns)]
+        # The pairs themselves, not new tuples: on a 1M-op history new ones would cost
+        # a full garbage collection over everything alive.
+        return [p for p in ops
+                if not (p[1] is None and p[0].f == "acquire"
+                        and last_release.get(p[0].process, -1) < p[0].time_ns)]
 
     def to_json(self, state: State) -> Any:
         return state[0] if state else None
