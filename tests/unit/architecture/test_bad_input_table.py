@@ -27,7 +27,7 @@ import pytest
 from tests.bad_inputs import DIR, FIFO, FIXTURES, ROWS, Row
 from tests.conftest import OWNER, chaos
 
-TIMEOUT_S = 30
+TIMEOUT_S = 60  # a hang detector: bad input is refused in about a second, but not on a starved machine
 TRIPWIRE = "/nonexistent/chaoslock-tripwire/valkey-server"
 BLOCKED = {"java", "etcd", "etcdctl", "valkey-server", "redis-server", "docker", "podman", "zkServer.sh", "faketime"}
 # What a run says when it got as far as looking for its servers: validation came too late.
