@@ -89,14 +89,16 @@ def compare(backends, quick, store):
         except KeyboardInterrupt:
             interrupted = True
     done = [b for b in names if b in measured]
-    notes = ["A cycle is acquire, a read and a write of the protected counter (on a separate valkey), and "
-             "release: throughput counts cycles, so each includes two store round trips.",
+    notes = ["A throughput cycle is the lock's alone, each client on a key of its own: acquire, the client's own "
+             "`held`, release (as the yardstick measures it); every other run's cycle also reads and writes the "
+             "protected counter on a separate valkey.",
              "P99 claims are confirmed within a factor of 2; a conflict rate claimed above 0 needs "
              "30,000 acquires per claimed 1 in 10,000 to show, so 0 measured is inconclusive.",
-             "Throughput runs in load mode (16 clients per worker process, every op recorded and checked) and is "
-             "shown beside the service's own load tool on the design's commands (the yardstick, same servers, same "
-             "run); its claim is judged only when ours is within 2x of the yardstick, else it is inconclusive "
-             "(driver-bound): the ceiling was our Python driver on this machine's cores, not the service."]
+             "Throughput and contended runs use the native load driver where the design has one (clients/load-driver, "
+             "clients/zk-load-driver: the design's own calls, every op recorded and checked), else Python clients "
+             "16 per worker process. Throughput is shown beside the service's own load tool on the design's commands "
+             "(the yardstick, same servers, same run); its claim is judged only when ours is within 2x of the "
+             "yardstick, else it is inconclusive (driver-bound): the ceiling was our driver, not the service."]
     if interrupted:
         notes.append(f"Interrupted ({interrupts.how()}): measured {', '.join(done) or 'nothing'} of {', '.join(names)}.")
     for b in done:
