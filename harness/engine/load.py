@@ -24,7 +24,7 @@ import time
 
 from harness.core.interrupts import die_with_parent
 from harness.core.options import cluster_option
-from harness.engine.worker import BATCH, DONE, FAILED, READY, Recorder, WorkerArgs, _err, cycle
+from harness.engine.worker import BATCH, DONE, FAILED, READY, Recorder, WorkerArgs, _err, cycle, pick_key
 
 
 def groups(concurrency: int, per_process: int) -> list[list[int]]:
@@ -121,7 +121,7 @@ def _client_loop(a: WorkerArgs, client, queue, stop, end: float, errors: list) -
     conn = None
     try:
         while not stop.is_set():
-            key = keys[a.index % len(keys)] if own_key else keys[rng.randrange(len(keys))] if len(keys) > 1 else keys[0]
+            key = pick_key(keys, a.index, own_key, rng)
             counter = counters.get(key)
             if counter is None:
                 counter = counters[key] = FencedCounter(a.store, key, fencing=spec.fencing, conn=conn)

@@ -32,16 +32,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.core.errors import BadArgument, ChaosError, ClusterError, MissingDependency
+from harness.core.errors import ChaosError, ClusterError, MissingDependency
 from harness.core.options import cluster_option
 from harness.engine.worker import FAILED, SAFETY_MARGIN
 
 ROOT = Path(__file__).resolve().parents[2]
+GO_DRIVER = ROOT / "clients" / "load-driver" / "bin" / "load-driver"
+ZK_DRIVER = ROOT / "clients" / "zk-load-driver" / "bin" / "zk-load-driver"
 # the built-in backends a driver implements (its -design), and that driver
-DRIVERS = {"redis": ROOT / "clients" / "load-driver" / "bin" / "load-driver",
-           "redlock": ROOT / "clients" / "load-driver" / "bin" / "load-driver",
-           "etcd": ROOT / "clients" / "load-driver" / "bin" / "load-driver",
-           "zookeeper": ROOT / "clients" / "zk-load-driver" / "bin" / "zk-load-driver"}
+DRIVERS = {"redis": GO_DRIVER, "redlock": GO_DRIVER, "etcd": GO_DRIVER, "zookeeper": ZK_DRIVER}
 DESIGNS = tuple(DRIVERS)
 OP_BYTES = 120  # about one history line of the driver's
 BATCH = 20_000  # ops per queue item: the runner records each item with one write
@@ -62,11 +61,12 @@ def refusal(spec: Any) -> str | None:
     if spec.nemesis:
         return (f"{what} serves fault-free performance runs; a fault ({', '.join(spec.nemesis)}) needs one "
                 f"process per client: drop the option or the nemesis")
+    v = _design_options(spec)
     for on, flag in ((spec.renew, "--renew"), (spec.reenter, "--reenter"),
                      (getattr(spec, "hold_until_expiry", False), "--hold-until-expiry"),
                      (spec.lock != "mutex", f"--lock {spec.lock}"),
-                     (str(spec.options.get("watchdog", "")).lower() in ("1", "true", "yes", "on"), "-o watchdog"),
-                     (spec.options.get("validity_clock", "monotonic") != "monotonic", "-o validity_clock")):
+                     (v.get("watchdog", False), "-o watchdog"),
+                     (v.get("validity_clock", "monotonic") != "monotonic", "-o validity_clock")):
         if on:
             return f"{what} runs the plain mutex cycle; drop {flag} or the option"
     if cluster_option(spec.options, "load_clients"):
@@ -74,14 +74,19 @@ def refusal(spec: Any) -> str | None:
     return None
 
 
+def _design_options(spec: Any) -> dict[str, Any]:
+    """The design's own options, typed (workloads/*.py OPTIONS)."""
+    from harness.core import plugins
+    from harness.core.options import values
+
+    return values(spec.options, plugins.backend_class(spec.backend).OPTIONS)
+
+
 class NativeLoad:
     """The runner's side of the driver, in the shape of pool.Workers that the runner uses:
-    start, alive, stop, queue, strays."""
+    start, alive, stop, queue, strays. The runner has refused what it cannot run (refusal)."""
 
     def __init__(self, spec: Any, cluster: Any, log_dir: Path | None = None):
-        why = refusal(spec)
-        if why:
-            raise BadArgument(why)
         self.driver = DRIVERS[spec.backend]
         if not self.driver.exists():
             raise MissingDependency(f"the native load driver is not built ({self.driver}); run `make install`")
@@ -105,12 +110,8 @@ class NativeLoad:
         self.notes: list[str] = []  # what the runner adds to the run's errors
 
     def _argv(self) -> list[str]:
-        from harness.core import plugins
-        from harness.core.options import values
-
         spec = self.spec
-        design = plugins.backend_class(spec.backend)
-        v = values(spec.options, design.OPTIONS)
+        v = _design_options(spec)
         drift = v.get("drift_factor", 0.01)
         node_timeout = v.get("node_timeout_ms") or v.get("op_timeout_ms") or 1000.0
         return [str(self.driver), "-design", spec.backend, "-lock", ",".join(f"{n.host}:{n.port}" for n in self.lock),

@@ -27,7 +27,6 @@ from harness.core.options import cluster_option, values
 from harness.core.spec import TestSpec
 from harness.core.errors import BadArgument
 from harness.engine import native
-from harness.engine.native import NativeLoad
 from harness.engine.pool import Workers
 from harness.engine.worker import DONE, FAILED, MAX_OPS_PER_S, READY, THROTTLED
 from harness.core.contracts.nemesis import NemesisContext, Planned
@@ -186,7 +185,7 @@ def _run(spec: TestSpec, progress: bool, replay=None) -> RunOutcome:
         started = True
         store.link_latest(Path(spec.store), run_dir)
         timings["cluster_up_s"] = round(time.monotonic() - t, 3)
-        workers = (NativeLoad if native.wanted(spec) else Workers)(spec, cluster, run_dir / "nodes")
+        workers = (native.NativeLoad if native.wanted(spec) else Workers)(spec, cluster, run_dir / "nodes")
         nemesis.setup(NemesisContext(spec=spec, cluster=cluster, workers=workers))
         fault_phase = spec.time_limit - spec.recovery
         schedule = FaultSchedule(nemesis, spec.seed, fault_phase, spec.nemesis_interval,

@@ -239,7 +239,7 @@ def _work(args: WorkerArgs, queue, stop, go) -> None:
     end = args.deadline if args.deadline is not None else time.monotonic() + spec.time_limit
     try:
         while not stop.is_set():
-            key = keys[args.index % len(keys)] if own_key else keys[rng.randrange(len(keys))] if len(keys) > 1 else keys[0]
+            key = pick_key(keys, args.index, own_key, rng)
             counter = counters.get(key)
             if counter is None:
                 counter = counters[key] = FencedCounter(args.store, key, fencing=spec.fencing, conn=store.conn)
@@ -254,6 +254,13 @@ def _work(args: WorkerArgs, queue, stop, go) -> None:
         except Exception:
             pass
     queue.put({DONE: args.index})
+
+
+def pick_key(keys: tuple[str, ...], index: int, own_key: bool, rng: random.Random) -> str:
+    """The lock key of a worker's next cycle: its own (-o own_key), else one by its seeded random."""
+    if own_key:
+        return keys[index % len(keys)]
+    return keys[rng.randrange(len(keys))] if len(keys) > 1 else keys[0]
 
 
 def _err(e: BaseException) -> str:
