@@ -43,6 +43,7 @@ import math
 import os
 import select
 import shlex
+import signal
 import subprocess
 import threading
 import time
@@ -193,6 +194,8 @@ class ExternalClient:
 
         def prepare() -> None:
             die_with_parent()
+            for s in (signal.SIGTERM, signal.SIGHUP):  # the worker ignores them (the runner stops it); its client need not
+                signal.signal(s, signal.SIG_DFL)
             if procs:
                 RunCgroup.join_file(procs)
 

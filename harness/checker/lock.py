@@ -189,12 +189,19 @@ def check_writes(spec: Any, history: Sequence[Op]) -> CheckResult:
                 stale_rejected.append(entry)
     lost = None
     valid: Any = True
+    error = None if final is not None else "no final read of the counter in the history"
     if final is None:
         valid = "unknown"
     else:
         lost = max(0, ok_writes - int(final))
-        if not (ok_writes <= int(final) <= ok_writes + info_writes):
+        if int(final) < ok_writes:
             valid = False
+        elif int(final) > ok_writes + info_writes:
+            # Each write sets the counter to one more than a value it read, so the counter can
+            # count no more writes than were applied: the history lacks writes that happened.
+            valid = "unknown"
+            error = (f"the counter says {int(final)} writes happened but the history records at most "
+                     f"{ok_writes + info_writes}: ops are missing from the history")
     # Accepted tokens going down is a broken fence when fencing is on; without it, only a count.
     if stale_accepted or (out_of_order and getattr(spec, "fencing", False)):
         valid = False
@@ -202,10 +209,11 @@ def check_writes(spec: Any, history: Sequence[Op]) -> CheckResult:
         name="writes", valid=valid,
         summary={"stale_writes_accepted": len(stale_accepted), "stale_writes_rejected": len(stale_rejected),
                  "lost_updates": lost, "writes_ok": ok_writes, "writes_info": info_writes, "final_counter": final,
+                 "writes_missing": None if final is None else max(0, int(final) - ok_writes - info_writes),
                  "writes_out_of_token_order": len(out_of_order)},
         details={"stale_accepted": stale_accepted[:MAX_LISTED], "stale_rejected": stale_rejected[:MAX_LISTED],
                  "out_of_token_order": out_of_order[:MAX_LISTED]},
-        error=None if final is not None else "no final read of the counter in the history")
+        error=error)
 
 
 def _quantile(sorted_vals: list[float], q: float) -> float | None:

@@ -92,7 +92,18 @@ def unknown_reason(summary: dict, outcome: dict) -> str | None:
     """Why a run that no checker faulted still cannot be called valid, or None if it can.
 
     A run that crashed, or in which no critical section completed, proves nothing about
-    mutual exclusion: it is "unknown", never VALID. (A violation it did prove stands.)"""
+    mutual exclusion: it is "unknown", never VALID. (A violation it did prove stands.) A run
+    whose history lost ops (`ops_lost` in outcome.json) proves nothing either way: it is
+    "unknown", never VALID nor INVALID."""
+    if outcome.get("ops_lost"):
+        return lost_ops_reason(outcome["ops_lost"])
+    if outcome.get("workers_died"):
+        return (f"worker(s) {', '.join(map(str, outcome['workers_died']))} were ended by a signal from outside the "
+                f"harness: a lock such a worker held looks held for ever, so the history cannot prove a violation, "
+                f"nor that none happened")
+    if summary.get("writes_missing"):
+        return (f"the counter counts {summary['writes_missing']} more write(s) than the history records: ops are "
+                f"missing from the history, so it cannot prove a violation, nor that none happened")
     if outcome.get("aborted"):
         return f"the run did not finish: {outcome['aborted']}"
     if outcome.get("started") is False:
@@ -100,6 +111,12 @@ def unknown_reason(summary: dict, outcome: dict) -> str | None:
     if not summary.get("critical_sections"):
         return "no critical section completed, so there is nothing to judge"
     return None
+
+
+def lost_ops_reason(n: Any) -> str:
+    return (f"{n} op(s) the clients recorded never reached the history (a worker was killed before it handed "
+            f"them in): a lost release looks like a holder that never let go, so the history cannot prove a "
+            f"violation, nor that none happened")
 
 
 def summarize(spec: Any, results: dict[str, CheckResult], run_dir: Path | None,
@@ -115,7 +132,8 @@ def summarize(spec: Any, results: dict[str, CheckResult], run_dir: Path | None,
             s.setdefault(k, v)
     outcome = outcome or {}  # how the run ended (harness.engine.analysis.read_outcome), {} if unknown
     reason = unknown_reason(s, outcome)
-    if reason and valid is not False:
+    holes = outcome.get("ops_lost") or outcome.get("workers_died") or s.get("writes_missing")
+    if reason and (valid is not False or holes):  # a history with holes proves nothing either way
         s["valid"] = UNKNOWN
         s["unknown_reason"] = reason
     if outcome.get("interrupted"):

@@ -1,7 +1,7 @@
 """The `chaos` command line. Flags only build a TestSpec; `runner.run(spec)` does the work.
 
 Exit codes (DESIGN.md): 0 valid, 1 invalid, 2 unknown, 130 interrupted by Ctrl-C (SIGINT),
-143 interrupted by SIGTERM, 254 bad arguments, 255 crash. An interrupted command says so on
+143 by SIGTERM, 129 by SIGHUP, 254 bad arguments, 255 crash. An interrupted command says so on
 its last line ("exit code: 130 (interrupted by Ctrl-C)"), whatever it found before.
 Bad input gets one sentence that says what to do, never a traceback.
 """
@@ -19,7 +19,8 @@ import traceback
 import click
 
 from harness.commands.cliargs import CLUSTERS, check_writable_dir, check_writable_file, ssh_options, ssh_settings
-from harness.core.errors import EXIT_BAD_ARGS, EXIT_CRASH, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadArgument, ChaosError
+from harness.core.errors import (EXIT_BAD_ARGS, EXIT_CRASH, EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_TERMINATED,
+                                  EXIT_UNKNOWN, EXIT_VALID, BadArgument, ChaosError)
 
 
 def exit_code(valid) -> int:
@@ -371,16 +372,15 @@ def list_cmd(show_options):
 def _terminate(signum, frame) -> None:
     from harness.core import interrupts
 
-    interrupts.note(signum)  # so the command exits 143, not Ctrl-C's 130
-    raise KeyboardInterrupt  # SIGTERM (a CI timeout, `kill`) tears down like Ctrl-C
+    interrupts.note(signum)  # so the command exits 143 (129), not Ctrl-C's 130
+    raise KeyboardInterrupt  # SIGTERM (a CI timeout, `kill`) and SIGHUP tear down like Ctrl-C
 
 
 def _interrupted() -> None:
-    """A command that a signal ended without a last line of its own: say so, exit 130 or 143."""
+    """A command that a signal ended without a last line of its own: say so, exit 130, 143 or 129."""
     from harness.core import interrupts
 
-    for s in (signal.SIGINT, signal.SIGTERM):  # a second or third press must not end the exit itself (-2)
-        signal.signal(s, signal.SIG_IGN)
+    interrupts.ignore_stops()  # a second or third press must not end the exit itself (-2)
     print(f"chaos: INTERRUPTED; {interrupts.exit_line()}", file=sys.stderr)
     sys.exit(interrupts.exit_code())
 
@@ -390,6 +390,7 @@ OUR_PACKAGES = ("harness", "nemesis", "workloads", "results", "benchmarks", "cli
 
 def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)
     try:
         rv = cli.main(args=argv, prog_name="chaos", standalone_mode=False)
     except click.exceptions.Exit as e:
@@ -418,11 +419,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"chaos: crashed with {type(e).__name__}: {e} (traceback in {crash}); please report it", file=sys.stderr)
         sys.exit(EXIT_CRASH)
     code = rv if isinstance(rv, int) else 0
-    if code in (130, 143) or interrupts_pressed():
+    if code in (EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_HANGUP) or interrupts_pressed():
         # A second or third press must not end the exit itself: Python's default handler would
         # raise in the interpreter's teardown (multiprocessing's atexit) and die of SIGINT (-2).
-        for s in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(s, signal.SIG_IGN)
+        from harness.core import interrupts
+
+        interrupts.ignore_stops()
     sys.exit(code)
 
 

@@ -9,6 +9,7 @@ EXIT_INVALID = 1
 EXIT_UNKNOWN = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT: stopped by Ctrl-C; whatever it printed covers only what ran
 EXIT_TERMINATED = 143  # 128 + SIGTERM: stopped by `kill` or a CI timeout, likewise
+EXIT_HANGUP = 129  # 128 + SIGHUP: its terminal or ssh session closed, likewise
 EXIT_BAD_ARGS = 254
 EXIT_CRASH = 255
 

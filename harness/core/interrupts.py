@@ -12,10 +12,15 @@ The terminal sends Ctrl-C to the whole foreground process group, so the commands
 teardown runs (`ip`, `iptables-restore`) must not be in it: start them with
 `process_group=0` (see `quiet_group`).
 
+SIGTERM (a CI runner, systemd, `docker stop`) and SIGHUP (a closed terminal or ssh session)
+stop a command as Ctrl-C does (STOPS). They often go to a whole process group: every child
+that records ops (the fork server and its workers) ignores all three and is stopped by the
+runner, so no op it recorded is lost to the signal (harness/engine/forkserver_guard.py).
+
 A command that was interrupted says so on its last line and exits 128 + the signal: 130
-for Ctrl-C (SIGINT), 143 for SIGTERM (`exit_code`, `exit_line`), never the 0 or 1 of a
-verdict that covers only part of what was asked. The handlers here record which signal came
-first (`ended_by`); `first_press_ends` starts each run's record afresh.
+for Ctrl-C (SIGINT), 143 for SIGTERM, 129 for SIGHUP (`exit_code`, `exit_line`), never the 0
+or 1 of a verdict that covers only part of what was asked. The handlers here record which
+signal came first (`ended_by`); `first_press_ends` starts each run's record afresh.
 """
 
 from __future__ import annotations
@@ -26,7 +31,12 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-from harness.core.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
+from harness.core.errors import EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_TERMINATED
+
+STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # each ends a command as Ctrl-C does
+_CODES = {signal.SIGINT: EXIT_INTERRUPTED, signal.SIGTERM: EXIT_TERMINATED, signal.SIGHUP: EXIT_HANGUP}
+_WORDS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
+_NAMES = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
 
 _presses = 0  # Ctrl-C (or SIGTERM) received while shielded, in this process
 _ended_by: int | None = None  # the first SIGINT or SIGTERM since the record was started
@@ -35,7 +45,7 @@ _held: list | None = None  # reactions deferred() holds back until its step is d
 
 @contextmanager
 def _on_press(react) -> Iterator[None]:
-    """Within the block, every SIGINT and SIGTERM is counted and handed to react(n), n the
+    """Within the block, every SIGINT, SIGTERM and SIGHUP is counted and handed to react(n), n the
     number of presses so far in this block; react may raise KeyboardInterrupt. A no-op
     outside the main thread (only it can set handlers)."""
     if threading.current_thread() is not threading.main_thread():
@@ -54,7 +64,7 @@ def _on_press(react) -> Iterator[None]:
             return
         react(seen)
 
-    before = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    before = {s: signal.signal(s, handler) for s in STOPS}
     try:
         yield
     finally:
@@ -63,7 +73,7 @@ def _on_press(react) -> Iterator[None]:
 
 
 def shielded(doing: str, skip: str | None = None):
-    """Run the block with SIGINT and SIGTERM deferred: the first press prints one line saying
+    """Run the block with SIGINT, SIGTERM and SIGHUP deferred: the first press prints one line saying
     `doing` is under way. With `skip` (a safe faster path, in words) that line offers it and
     the next press raises KeyboardInterrupt; without, presses are ignored."""
 
@@ -78,7 +88,7 @@ def shielded(doing: str, skip: str | None = None):
 
 
 def first_press_ends():
-    """Around a whole run: the first Ctrl-C (or SIGTERM) raises KeyboardInterrupt, every
+    """Around a whole run: the first Ctrl-C (or SIGTERM, SIGHUP) raises KeyboardInterrupt, every
     later one is counted and ignored, so no press between two shielded steps (there is
     always a moment) can cut the teardown short. Shields inside it still apply."""
 
@@ -92,7 +102,7 @@ def first_press_ends():
 
 
 def note(signum: int) -> None:
-    """Record that `signum` (SIGINT or SIGTERM) arrived; the first one since the record
+    """Record that `signum` (one of STOPS) arrived; the first one since the record
     started is what ended the command (`ended_by`)."""
     global _ended_by
     if _ended_by is None:
@@ -105,20 +115,32 @@ def ended_by() -> int | None:
     return _ended_by
 
 
+def _first(signum: int | None) -> int:
+    return signum if signum in _CODES else (_ended_by if _ended_by in _CODES else signal.SIGINT)
+
+
 def exit_code(signum: int | None = None) -> int:
     """The exit code of a command interrupted by `signum` (default: the recorded one, else
-    SIGINT): 143 for SIGTERM, 130 for Ctrl-C."""
-    return EXIT_TERMINATED if (signum or _ended_by) == signal.SIGTERM else EXIT_INTERRUPTED
+    SIGINT): 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP."""
+    return _CODES[_first(signum)]
 
 
 def how(signum: int | None = None) -> str:
-    """"Ctrl-C" or "SIGTERM": what interrupted the command, in words."""
-    return "SIGTERM" if (signum or _ended_by) == signal.SIGTERM else "Ctrl-C"
+    """"Ctrl-C", "SIGTERM" or "SIGHUP": what interrupted the command, in words."""
+    return _WORDS[_first(signum)]
 
 
 def signal_name(signum: int | None = None) -> str:
-    """"SIGINT" or "SIGTERM", for the records (outcome.json, the summary's interrupted_by)."""
-    return "SIGTERM" if (signum or _ended_by) == signal.SIGTERM else "SIGINT"
+    """"SIGINT", "SIGTERM" or "SIGHUP", for the records (outcome.json, the summary's interrupted_by)."""
+    return _NAMES[_first(signum)]
+
+
+def ignore_stops() -> None:
+    """Ignore every signal in STOPS: for a process whose parent stops it (a worker, the fork
+    server), and for the exit of a command already interrupted (a second or third press must
+    not end the exit itself)."""
+    for s in STOPS:
+        signal.signal(s, signal.SIG_IGN)
 
 
 def exit_line(signum: int | None = None) -> str:
@@ -128,7 +150,7 @@ def exit_line(signum: int | None = None) -> str:
 
 @contextmanager
 def deferred() -> Iterator[None]:
-    """Within the block, Ctrl-C and SIGTERM are counted but acted on only when it ends (then
+    """Within the block, Ctrl-C, SIGTERM and SIGHUP are counted but acted on only when it ends (then
     as the enclosing handler would have: the first press of a run raises KeyboardInterrupt).
     For steps that must not stop half way, such as starting processes: a child forked but
     not yet known to its parent object is orphaned, and a teardown waits on it for good.

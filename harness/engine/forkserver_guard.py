@@ -8,17 +8,22 @@ clients in namespaces `chaos cluster down --all` finds the workers by namespace;
 clients in this machine's own network (the ssh provider, --no-netns) nothing else would.
 Never import it anywhere else: it ties the importing process to its parent.
 
+It ignores Ctrl-C, SIGTERM and SIGHUP: they reach it with the chaos process's group (a CI
+runner or `docker stop` signals the whole group), and its death would SIGKILL every worker
+with the ops it had recorded but not yet handed in. The runner stops it once its workers
+are gone (harness/engine/pool.py).
+
 It also joins the run's cgroup (harness/cluster/containment.py), so every worker it forks,
 and everything those start, is born inside it.
 """
 
-import signal
+from harness.core.interrupts import die_with_parent, ignore_stops
 
-signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal's Ctrl-C reaches us too: the runner owns it (preload
-# runs before multiprocessing's own SIG_IGN, and a press then killed the server with a KeyboardInterrupt)
+# The terminal's Ctrl-C reaches us too: the runner owns it (preload runs before
+# multiprocessing's own SIG_IGN, and a press then killed the server with a KeyboardInterrupt).
+ignore_stops()
 
 from harness.cluster.containment import join_from_env  # noqa: E402
-from harness.core.interrupts import die_with_parent  # noqa: E402
 
 die_with_parent()
 join_from_env()

@@ -18,11 +18,10 @@ from __future__ import annotations
 import logging
 import os
 import random
-import signal
 import threading
 import time
 
-from harness.core.interrupts import die_with_parent
+from harness.core.interrupts import die_with_parent, ignore_stops
 from harness.core.options import cluster_option
 from harness.engine.worker import BATCH, DONE, FAILED, READY, Recorder, WorkerArgs, _err, cycle, pick_key
 
@@ -50,7 +49,7 @@ def load_main(position: int, group: list[WorkerArgs], queue, stop, go) -> None:
         from harness.cluster.containment import RunCgroup
 
         RunCgroup.join_file(first.cgroup_procs)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ignore_stops()  # the runner owns Ctrl-C, SIGTERM and SIGHUP, and stops us: no recorded op is lost
     os.setpgid(0, 0)
     die_with_parent()
     try:

@@ -108,6 +108,7 @@ class NativeLoad:
         # the history cap (-o max_history_mb) in ops, at about 120 bytes a line
         self.max_ops = (cluster_option(spec.options, "max_history_mb") << 20) // OP_BYTES
         self.notes: list[str] = []  # what the runner adds to the run's errors
+        self.handed_in = 0  # ops the runner took into the history (counted by the runner, as for pool.Workers)
 
     def _argv(self) -> list[str]:
         spec = self.spec
@@ -212,6 +213,11 @@ class NativeLoad:
         if self.contained is not None:
             self.strays = self.contained.kill("clients")
         return killed
+
+    def lost_ops(self) -> int:
+        """Always 0: the driver hands in its whole history or none of it (`_load` raises when
+        its count differs), and a run that recorded nothing is judged unknown (policy.py)."""
+        return 0
 
     def _load(self, done: str) -> None:
         """The driver's history, in batches; its `done N` says how many ops to expect."""

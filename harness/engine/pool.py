@@ -87,6 +87,24 @@ def _stop_forkserver(wait_s: float = 3.0) -> None:
             pass
 
 
+def _start_resource_tracker() -> None:
+    """multiprocessing's resource tracker (it unlinks the queue's semaphores) is our child, in
+    the chaos process group. It ignores SIGINT and SIGTERM by itself, not SIGHUP: a hang-up
+    of the group killed it, and its relaunch printed a warning and a traceback per semaphore.
+    Start it with SIGHUP ignored, which it keeps through its exec."""
+    import threading
+    from multiprocessing import resource_tracker
+
+    if threading.current_thread() is not threading.main_thread():
+        resource_tracker.ensure_running()
+        return
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        signal.signal(signal.SIGHUP, before)
+
+
 def group_members(pgid: int) -> set[int]:
     """The live processes (zombies excluded) of a process group, from /proc."""
     found = set()
@@ -115,6 +133,7 @@ class Workers:
             raise BadArgument(f"-o load_clients serves fault-free performance runs; a fault ({', '.join(spec.nemesis)}) "
                               f"needs one process per client: drop -o load_clients or the nemesis")
         self.ctx = _context()
+        _start_resource_tracker()
         self.queue = self.ctx.Queue()
         self.stop_event = self.ctx.Event()
         self.go = self.ctx.Event()
@@ -124,6 +143,7 @@ class Workers:
         self.holding = self.ctx.Array("b", spec.concurrency, lock=False)  # 1 while a worker holds the lock
         self.waiting = self.ctx.Array("b", spec.concurrency, lock=False)  # 1 while its acquire is in flight
         self.recorded = self.ctx.Array("q", spec.concurrency, lock=False)  # ops each worker has recorded
+        self.handed_in = 0  # ops the runner has taken from the queue into the history (lost_ops)
         self.processes = self.ctx.Array("q", list(range(spec.concurrency)), lock=False)  # its process id now
         self.parking = self.ctx.Array("b", spec.concurrency, lock=False)  # an op to stop before (worker.PARK_CODES)
         self.procs: list[Any] = []
@@ -139,6 +159,7 @@ class Workers:
         self.contained = getattr(cluster, "contained", None)  # the run's cgroup (harness/cluster/containment.py)
         self.run_id = getattr(cluster, "run_id", None)
         self.strays: list[str] = []  # processes left in the clients' cgroup after the workers stopped
+        self.died: list[tuple[int, int]] = []  # (index, signal) of workers a signal ended before the stop
         procs = self.contained.procs("clients") if self.contained is not None else None
         self.mp_dir = Path(state) / "mp" if state is not None else None
         self.options = dict(spec.options)
@@ -266,6 +287,12 @@ class Workers:
         runner received from it when nothing is kept in the worker or still in the pipe."""
         return int(self.recorded[index])
 
+    def lost_ops(self) -> int:
+        """Ops the workers recorded that the runner never took into the history (`handed_in`):
+        a worker killed with a batch it had not sent, or its half-sent message. Read it after
+        `stop` and the last drain; 0 when the history holds every op."""
+        return max(0, sum(self.recorded) - self.handed_in)
+
     def arm(self, index: int, f: str | None) -> None:
         """Make the worker stop before it sends its next `f` (acquire, release, renew), right
         after recording the invoke, until `let_go` (at most worker.PARK_MAX_S); None disarms."""
@@ -355,6 +382,10 @@ class Workers:
         `grace`, and return their indexes. `drain(block_s)` records what they send
         meanwhile: a worker cannot exit until its last batch is in the queue's pipe, and a
         full pipe waits for a reader."""
+        # A worker that a signal ended before the stop (not a nemesis: those are in `down`), such
+        # as a SIGKILL from outside: the run says so (its ops in flight are in doubt).
+        self.died = [(i, -p.exitcode) for i, p in enumerate(self.procs)
+                     if i not in self.down and p.exitcode is not None and p.exitcode < 0]
         self.stop_event.set()
         for i in range(self.concurrency):
             self.parking[i] = 0  # armed or parked: go on (a parked one would wait PARK_MAX_S)

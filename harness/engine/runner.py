@@ -150,6 +150,7 @@ def _run(spec: TestSpec, progress: bool, replay=None) -> RunOutcome:
                     continue
                 d = [d]
             first = history.record(d, "an op from a worker")  # a worker's batch (harness.engine.worker.Recorder)
+            workers.handed_in += len(d)
             live.see_batch(d)
             if schedule is not None and schedule.listens:
                 for n, one in enumerate(d):
@@ -222,9 +223,10 @@ def _run(spec: TestSpec, progress: bool, replay=None) -> RunOutcome:
         aborted = e
     finally:  # each step on its own: whatever fails, the cluster still comes down
         presses_before = interrupts.presses()
+        holes: dict = {}
         with interrupts.shielded("cleaning up: healing the faults, stopping the workers and servers"):
-            _teardown(spec, nemesis, workers, drain, done, cluster, history, started, errors, timings,
-                      requests_before)
+            holes = _teardown(spec, nemesis, workers, drain, done, cluster, history, started, errors, timings,
+                                 requests_before)
             show.close()
         interrupted = interrupted or interrupts.presses() > presses_before
     if not started and not interrupted and aborted is not None:  # failed to start: leave no run dir
@@ -233,7 +235,8 @@ def _run(spec: TestSpec, progress: bool, replay=None) -> RunOutcome:
     outcome = {"run_id": run_id, "interrupted": interrupted, "started": started,
                "aborted": None if aborted is None else _reason(aborted)}
     if interrupted:
-        outcome["signal"] = interrupts.signal_name()  # SIGINT (Ctrl-C) or SIGTERM
+        outcome["signal"] = interrupts.signal_name()  # SIGINT (Ctrl-C), SIGTERM or SIGHUP
+    outcome.update({k: v for k, v in holes.items() if v})  # the history has holes: no verdict (checker/policy.py)
     from harness.engine.analysis import OUTCOME, analyse, unchecked
 
     store.write_json(run_dir / OUTCOME, outcome)
@@ -314,9 +317,15 @@ def _reason(e: BaseException) -> str:
 
 
 def _teardown(spec, nemesis, workers, drain, done, cluster, history, started, errors, timings,
-              requests_before) -> None:
+              requests_before) -> dict:
     """Heal, stop the workers, read the counter, close the history, stop the cluster: each
-    step on its own, so whatever fails, the cluster still comes down."""
+    step on its own, so whatever fails, the cluster still comes down. Returns the holes in
+    the history: `ops_lost`, how many ops the workers recorded that never reached it (a
+    worker killed before it handed them in: a SIGKILL from outside, or one that did not stop
+    in time), and `workers_died`, the workers a signal from outside ended (what they held
+    and had in flight is in doubt)."""
+    lost_ops = 0
+    died: list[str] = []
     try:
         nemesis.teardown()
     except Exception as e:
@@ -341,6 +350,13 @@ def _teardown(spec, nemesis, workers, drain, done, cluster, history, started, er
             if lost:
                 errors.append(f"worker(s) {', '.join(f'c{i + 1}' for i in lost)} did not stop in time and were killed; "
                               f"their last ops may be missing from the history")
+            for i, signum in getattr(workers, "died", ()):
+                errors.append(f"worker c{i + 1} was ended by signal {signum} during the run (not by a nemesis)")
+                died.append(f"c{i + 1} (signal {signum})")
+            lost_ops = workers.lost_ops()
+            if lost_ops:
+                errors.append(f"{lost_ops} op(s) the workers recorded never reached the history (a worker was killed "
+                              f"before it handed them in), so the history has holes and cannot prove a violation")
         if started:
             _final_read(spec, cluster, history)
     except Exception as e:
@@ -354,6 +370,7 @@ def _teardown(spec, nemesis, workers, drain, done, cluster, history, started, er
         if strays:
             errors.append(f"{len(strays)} process(es) were still in the run's cgroup after the servers stopped and "
                           f"were killed: {'; '.join(strays[:3])}")
+    return {"ops_lost": lost_ops, "workers_died": died}
 
 
 def _requests(cluster: Cluster) -> int | None:

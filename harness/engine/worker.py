@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import os
 import random
-import signal
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +27,7 @@ from typing import Any
 from harness.core.errors import NotAcquired
 from harness.core.kinds import READ_SHARE
 from harness.core.history import begins_hold, ends_hold, now_ns
-from harness.core.interrupts import die_with_parent
+from harness.core.interrupts import die_with_parent, ignore_stops
 from harness.core.options import cluster_option
 from workloads.resource import STALE, StaleToken
 
@@ -174,7 +173,7 @@ def worker_main(args: WorkerArgs, queue, stop, go) -> None:
         from harness.cluster.containment import RunCgroup
 
         RunCgroup.join_file(args.cgroup_procs)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner owns Ctrl-C and stops us
+    ignore_stops()  # the runner owns Ctrl-C, SIGTERM and SIGHUP, and stops us: no recorded op is lost
     os.setpgid(0, 0)  # a group of our own: a pause stops us and an external client's process together
     die_with_parent()  # a SIGKILLed runner must not leave its workers looping (they carry no run id)
     try:

@@ -236,3 +236,36 @@ def test_a_run_that_fails_to_start_leaves_no_run_dir_and_no_latest(tmp_path):
     assert f"port {port}" in r.stderr and "in use" in r.stderr and "Traceback" not in r.stderr
     assert sorted(p.name for p in store.iterdir()) == ["keep.txt"], list(store.rglob("*"))
     assert not (store / "latest").exists() and not (store / "latest").is_symlink()
+
+
+def _ok_writes(store: Path) -> int:
+    return sum(1 for o in written_ops(store) if o.get("f") == "write" and o.get("type") == "ok")
+
+
+@pytest.mark.parametrize("backend, sig, code", [("etcd", signal.SIGTERM, 143), ("zookeeper", signal.SIGTERM, 143),
+                                                ("etcd", signal.SIGHUP, 129)])
+def test_a_signal_to_the_whole_process_group_loses_no_op(tmp_path, backend, sig, code):
+    """What a CI runner, systemd or `docker stop` does (SIGTERM to the whole group), and a closed
+    terminal (SIGHUP): the fork server and the workers survive it, the runner stops them, and
+    every write they did is in the history. (It used to kill the fork server, and with it every
+    worker and the ops it had not handed in: INVALID, UNEXPLAINED, on a safe lock.)"""
+    import os
+
+    before = leftovers()
+    p = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", backend, "--time-limit", "30",
+                          "--seed", "1", "--store", str(tmp_path), "--json"], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    eventually(lambda: p.poll() is not None or _ok_writes(tmp_path) >= 6, timeout=90, step=0.1)
+    assert p.poll() is None, f"the run ended before it was interrupted: {p.communicate()[1][-2000:]}"
+    os.killpg(p.pid, sig)
+    out, err = p.communicate(timeout=90)
+    assert p.returncode == code, err[-2000:]
+    assert "Traceback" not in err, err[-2000:]
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["interrupted_by"] == signal.Signals(sig).name
+    # every write the clients did is in the history: the counter counts exactly the ok ones
+    assert summary["final_counter"] == summary["writes_ok"] and summary["writes_info"] == 0, summary
+    assert summary["valid"] is True and summary["violations"] == 0, summary
+    assert not [e for e in summary.get("errors", []) if "killed" in e or "never reached" in e], summary["errors"]
+    after = leftovers()
+    assert {k: after[k] - before[k] for k in after if after[k] - before[k]} == {}, err[-2000:]

@@ -59,3 +59,26 @@ def test_around_a_run_only_the_first_press_interrupts():
         press()
         steps.append("tore down")
     assert steps == ["ended", "tore down"]
+
+
+def test_sighup_is_a_stop_too_and_exits_129(capsys):
+    before = interrupts.presses()
+    with interrupts.shielded("cleaning up"):
+        os.kill(os.getpid(), signal.SIGHUP)  # a closed terminal: counted and held, never the default death
+    assert interrupts.presses() == before + 1
+    assert interrupts.exit_code(signal.SIGHUP) == 129 and interrupts.how(signal.SIGHUP) == "SIGHUP"
+    assert interrupts.signal_name(signal.SIGHUP) == "SIGHUP"
+    assert interrupts.exit_line(signal.SIGTERM) == "exit code: 143 (interrupted by SIGTERM)"
+    assert interrupts.exit_code(signal.SIGINT) == 130
+
+
+def test_a_process_that_ignores_stops_survives_each_of_them():
+    """What the fork server and every worker do: the runner stops them, a group signal does not."""
+    import subprocess
+    import sys
+
+    code = ("import os, signal, time\nfrom harness.core.interrupts import ignore_stops\nignore_stops()\n"
+            "for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):\n    os.kill(os.getpid(), s)\n"
+            "time.sleep(0.05)\nprint('alive')")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and p.stdout.strip() == "alive", p.stderr
