@@ -1,3 +1,3 @@
-from harness.commands.cli import main
+from harness.entry import main
 
 main()

@@ -41,6 +41,7 @@ _NAMES = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SI
 _presses = 0  # Ctrl-C (or SIGTERM) received while shielded, in this process
 _ended_by: int | None = None  # the first SIGINT or SIGTERM since the record was started
 _held: list | None = None  # reactions deferred() holds back until its step is done
+_to_end = True  # a press must end the command (false once a run's end began: `ending`)
 
 
 @contextmanager
@@ -72,19 +73,32 @@ def _on_press(react) -> Iterator[None]:
             signal.signal(s, h)
 
 
-def shielded(doing: str, skip: str | None = None):
+@contextmanager
+def shielded(doing: str, skip: str | None = None) -> Iterator[None]:
     """Run the block with SIGINT, SIGTERM and SIGHUP deferred: the first press prints one line saying
     `doing` is under way. With `skip` (a safe faster path, in words) that line offers it and
-    the next press raises KeyboardInterrupt; without, presses are ignored."""
+    the next press raises KeyboardInterrupt; without, presses are ignored.
+
+    A press inside a shield that a command's start-up (or a run's middle) enters is not
+    swallowed: when the block ends, it ends the command as the press would have outside
+    (KeyboardInterrupt), unless the run's end has begun already (`ending`)."""
+    global _to_end
+    pressed = 0
 
     def react(n: int) -> None:
+        nonlocal pressed
+        pressed = n
         if n == 1:
             then = f"press Ctrl-C again to {skip}" if skip else "Ctrl-C is ignored until it is done"
             print(f"\nchaos: {doing}; please wait ({then})", file=sys.stderr, flush=True)
         elif skip:
             raise KeyboardInterrupt
 
-    return _on_press(react)
+    with _on_press(react):
+        yield
+    if pressed and _to_end:
+        _to_end = False
+        raise KeyboardInterrupt
 
 
 def first_press_ends():
@@ -93,12 +107,32 @@ def first_press_ends():
     always a moment) can cut the teardown short. Shields inside it still apply."""
 
     def react(n: int) -> None:
-        if n == 1:
+        global _to_end
+        if n == 1 and _to_end:
+            _to_end = False
             raise KeyboardInterrupt
 
     global _ended_by
     _ended_by = None  # a new run: which signal ends it is yet to be seen
-    return _on_press(react)
+    return _run_block(react)
+
+
+@contextmanager
+def _run_block(react) -> Iterator[None]:
+    global _to_end
+    outer, _to_end = _to_end, True
+    try:
+        with _on_press(react):
+            yield
+    finally:
+        _to_end = outer
+
+
+def ending() -> None:
+    """The run's end has begun (its teardown, interrupted or not): from here a press is only
+    counted (`presses`), never raised by first_press_ends or handed on by a shield."""
+    global _to_end
+    _to_end = False
 
 
 def note(signum: int) -> None:

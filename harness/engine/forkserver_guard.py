@@ -17,11 +17,14 @@ It also joins the run's cgroup (harness/cluster/containment.py), so every worker
 and everything those start, is born inside it.
 """
 
-from harness.core.interrupts import die_with_parent, ignore_stops
+import signal
+
+from harness.core.interrupts import STOPS, die_with_parent, ignore_stops
 
 # The terminal's Ctrl-C reaches us too: the runner owns it (preload runs before
 # multiprocessing's own SIG_IGN, and a press then killed the server with a KeyboardInterrupt).
 ignore_stops()
+signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)  # blocked while we started (pool._start_forkserver)
 
 from harness.cluster.containment import join_from_env  # noqa: E402
 

@@ -105,6 +105,22 @@ def _start_resource_tracker() -> None:
         signal.signal(signal.SIGHUP, before)
 
 
+def _start_forkserver() -> None:
+    """Start this run's fork server with the stop signals blocked. It ignores them once its
+    preload runs (forkserver_guard); a press in the moment before killed it with a
+    KeyboardInterrupt traceback on the user's terminal, and the run with it. Blocked signals
+    stay pending through its exec; ignoring them discards them, and the guard then unblocks."""
+    from multiprocessing import forkserver
+
+    from harness.core.interrupts import STOPS
+
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
 def group_members(pgid: int) -> set[int]:
     """The live processes (zombies excluded) of a process group, from /proc."""
     found = set()
@@ -208,6 +224,7 @@ class Workers:
                 for k, v in env.items():
                     if v is not None:
                         os.environ[k] = v
+                _start_forkserver()
                 for p in self.procs:
                     p.start()
             finally:

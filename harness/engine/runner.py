@@ -222,6 +222,7 @@ def _run(spec: TestSpec, progress: bool, replay=None) -> RunOutcome:
     except BaseException as e:  # recorded, so no later check can call this run valid; then raised
         aborted = e
     finally:  # each step on its own: whatever fails, the cluster still comes down
+        interrupts.ending()  # a press from here on is counted (the run is interrupted), never raised
         presses_before = interrupts.presses()
         holes: dict = {}
         with interrupts.shielded("cleaning up: healing the faults, stopping the workers and servers"):
@@ -257,6 +258,14 @@ def _run(spec: TestSpec, progress: bool, replay=None) -> RunOutcome:
         outcome["signal"] = interrupts.signal_name()
         results = unchecked(spec, run_dir, outcome, f"the checks were skipped ({interrupts.how()}); "
                                                     f"run `chaos report {run_dir}`")
+    else:
+        if not interrupted and interrupts.presses() > presses_before:
+            # one press while the checks ran: they finished, but the command was asked to stop
+            interrupted = True
+            outcome["signal"] = interrupts.signal_name()
+            store.write_json(run_dir / OUTCOME, outcome)
+            results["summary"].update(interrupted=True, interrupted_by=outcome["signal"])
+            store.write_json(run_dir / "results.json", results)
     if aborted is not None:
         raise aborted
     return RunOutcome(run_dir=run_dir, summary=results["summary"], results=results, interrupted=interrupted,

@@ -269,3 +269,32 @@ def test_a_signal_to_the_whole_process_group_loses_no_op(tmp_path, backend, sig,
     assert not [e for e in summary.get("errors", []) if "killed" in e or "never reached" in e], summary["errors"]
     after = leftovers()
     assert {k: after[k] - before[k] for k in after if after[k] - before[k]} == {}, err[-2000:]
+
+
+@pytest.mark.parametrize("delay_s", [0.05, 0.3, 0.6, 0.9, 1.3, 2.0])
+def test_a_press_at_any_moment_of_start_up_ends_the_run(tmp_path, delay_s):
+    """The moment of the press swept across start-up: Python still importing, the run dir
+    made, namespaces and servers coming up, workers starting, the first ops. Each time the
+    command ends at once with 130 and its last line says so, never runs on to a verdict of 0
+    (a press inside a start-up step's shield used to be swallowed: VALID, exit 0), never
+    prints a traceback (a press before the fork server ignored it killed it), leaves nothing."""
+    before = leftovers()
+    started = time.monotonic()
+    p = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", "redlock", "--time-limit", "30",
+                          "--seed", "3", "--store", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(delay_s)
+    import os
+
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=90)
+    assert p.returncode == 130, out[-1000:] + err[-2000:]
+    assert time.monotonic() - started < 25, "the run went on after the press"
+    assert "Traceback" not in err, err[-2000:]
+    # the verdict's last line, or (no verdict yet) the command's last line on stderr
+    lasts = [(text.strip().splitlines() or [""])[-1] for text in (out, err)]
+    assert any(last.endswith("exit code: 130 (interrupted by Ctrl-C)") for last in lasts), out[-1000:] + err[-1000:]
+    for results in tmp_path.glob("redlock-*/*/results.json"):
+        assert json.loads(results.read_text())["summary"]["interrupted"] is True
+    after = leftovers()
+    assert {k: after[k] - before[k] for k in after if after[k] - before[k]} == {}, err[-2000:]

@@ -13,17 +13,46 @@ def press() -> None:
     os.kill(os.getpid(), signal.SIGINT)  # delivered before os.kill returns, to this thread
 
 
-def test_presses_inside_a_shield_are_counted_and_ignored(capsys):
+def test_presses_inside_a_shield_are_counted_and_ignored_until_it_ends(capsys):
     before = interrupts.presses()
     done = False
-    with interrupts.shielded("cleaning up"):
-        press()
-        press()
-        os.kill(os.getpid(), signal.SIGTERM)
-        done = True
+    with pytest.raises(KeyboardInterrupt):  # handed on once the step is done: never swallowed
+        with interrupts.shielded("cleaning up"):
+            press()
+            press()
+            os.kill(os.getpid(), signal.SIGTERM)
+            done = True
     assert done and interrupts.presses() == before + 3
     err = capsys.readouterr().err
     assert err.count("cleaning up") == 1 and "ignored until it is done" in err
+
+
+def test_a_press_in_a_shield_of_a_run_start_up_ends_the_run_when_the_step_is_done():
+    """The start-up step (removing a probe's namespace, say) finishes; then the run ends."""
+    steps = []
+    with interrupts.first_press_ends():
+        try:
+            with interrupts.shielded("removing the probe"):
+                press()
+                steps.append("step finished")
+            steps.append("not reached: the run went on")
+        except KeyboardInterrupt:
+            steps.append("ended")
+        interrupts.ending()
+        with interrupts.shielded("cleaning up"):  # the teardown: counted, never handed on
+            press()
+        steps.append("tore down")
+    assert steps == ["step finished", "ended", "tore down"]
+
+
+def test_after_the_end_began_a_press_is_only_counted():
+    before = interrupts.presses()
+    with interrupts.first_press_ends():
+        interrupts.ending()
+        press()  # a run that ended normally and is tearing down: counted (it exits 130), not raised
+        with interrupts.shielded("checking"):
+            press()
+    assert interrupts.presses() == before + 2
 
 
 def test_the_second_press_takes_the_offered_faster_path(capsys):
@@ -63,8 +92,10 @@ def test_around_a_run_only_the_first_press_interrupts():
 
 def test_sighup_is_a_stop_too_and_exits_129(capsys):
     before = interrupts.presses()
-    with interrupts.shielded("cleaning up"):
-        os.kill(os.getpid(), signal.SIGHUP)  # a closed terminal: counted and held, never the default death
+    with interrupts.first_press_ends():
+        interrupts.ending()
+        with interrupts.shielded("cleaning up"):
+            os.kill(os.getpid(), signal.SIGHUP)  # a closed terminal: counted and held, never the default death
     assert interrupts.presses() == before + 1
     assert interrupts.exit_code(signal.SIGHUP) == 129 and interrupts.how(signal.SIGHUP) == "SIGHUP"
     assert interrupts.signal_name(signal.SIGHUP) == "SIGHUP"

@@ -1,0 +1,37 @@
+"""The first lines of the `chaos` command (and `python -m harness`).
+
+Importing the harness takes a second or more on a loaded machine. A Ctrl-C, SIGTERM or SIGHUP
+in that time ends the command with its exit code (130, 143, 129) and one line, never a
+traceback nor a death by the signal; nothing has started yet, so nothing is left behind.
+"""
+
+import signal
+import sys
+
+_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+_WORDS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
+
+
+def main() -> None:
+    arrived: list[int] = []
+
+    def early(signum, frame) -> None:
+        arrived.append(signum)
+        raise KeyboardInterrupt
+
+    before = {s: signal.getsignal(s) for s in _CODES}
+    for s, h in before.items():
+        if h is not signal.SIG_IGN:  # an ignored signal (nohup, a background job) stays ignored
+            signal.signal(s, early)
+    try:
+        from harness.commands.cli import main as cli_main
+    except KeyboardInterrupt:
+        for s in _CODES:
+            signal.signal(s, signal.SIG_IGN)
+        got = arrived[0] if arrived else signal.SIGINT
+        print(f"chaos: INTERRUPTED before it started; exit code: {_CODES[got]} (interrupted by {_WORDS[got]})",
+              file=sys.stderr)
+        sys.exit(_CODES[got])
+    if before[signal.SIGINT] is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    cli_main()  # it sets its own handlers for SIGTERM and SIGHUP first thing
