@@ -126,6 +126,8 @@ def check_faults(spec: TestSpec, faults: Sequence[Recorded], run_dir: str) -> tu
                 raise BadArgument(f"{run_dir}'s {r.f} fault {what} {x!r} s, not a time within a day; {_AS_WRITTEN}")
         if not r.reactive:
             for f, value in ((r.f, r.value), (kind.heal, r.heal_value)):
+                if f == kind.heal and value is None:  # a heal of everything of its kind (Recorded.heal_value)
+                    continue
                 try:
                     aimed = _aimed(f, value, kind if f == r.f else None, spec.concurrency)
                 except ValueError as e:
