@@ -4,9 +4,10 @@ and the smallest schedule that still shows its finding.
 A replay runs the recorded run's workload (backend, options that are plain data, time limit,
 seed) with the faults it applied (harness/engine/replay.py) instead of a re-planned schedule,
 where and how the command line says (store, provider, hosts, client command: never from the
-run dir, harness/engine/replay_input.py); its spec.json's facts name the run it replays. `chaos shrink` searches (harness/engine/shrink.py) with real
-replays as its oracle: one trial is one replay, and it reproduces when the replay shows the
-same finding as the original (`findings`).
+run dir, harness/engine/replay_input.py); its spec.json's facts name the run it replays.
+`chaos shrink` searches (harness/engine/shrink.py) with real replays as its oracle: one trial
+is one replay, and it reproduces when the replay shows the same finding as the original
+(`findings`).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ def replay_spec(run_dir: str, here: Here | None = None, faults: tuple[Recorded, 
     recorded, found = load(run_dir)
     if faults is None:  # a replay's replay: the schedule it was asked to replay
         faults = asked_faults(recorded, run_dir) or tuple(found)
-    command = shlex.join(["chaos", "run", "--replay", str(run_dir)] + (["--client", here.client] if here.client else []))
+    client = ["--client", here.client] if here.client else []
+    command = shlex.join(["chaos", "run", "--replay", str(run_dir), *client])
     spec = spec_for(recorded, run_dir, here, time_limit=time_limit, command=command)
     return spec, Schedule(of=str(run_dir), faults=check_faults(spec, faults, run_dir))
 
@@ -60,8 +62,9 @@ def replay_cli(run_dir: str, ctx: click.Context) -> tuple[Any, Schedule]:
         flag = given[0].opts[0]
         raise BadArgument(f"--replay takes the workload's options from {run_dir}'s spec.json; drop {flag}")
     p = ctx.params
-    here = Here(store=p["store"], cluster=p["cluster"], netns=p["netns"], base_port=p["base_port"], client=p["client_cmd"],
-                ssh=ssh_settings(p["cluster"], p["hosts"], p["ssh_user"], p["ssh_key"], p["ssh_port"], p["ssh_known_hosts"]))
+    ssh = ssh_settings(p["cluster"], p["hosts"], p["ssh_user"], p["ssh_key"], p["ssh_port"], p["ssh_known_hosts"])
+    here = Here(store=p["store"], cluster=p["cluster"], ssh=ssh, netns=p["netns"], base_port=p["base_port"],
+                client=p["client_cmd"])
     return replay_spec(run_dir, here)
 
 
@@ -141,7 +144,8 @@ def _nothing(run_dir: str, summary: dict):
 @click.option("--cluster", type=click.Choice(CLUSTERS), default="local", show_default=True,
               help="where the replays' servers run (never the provider a run dir names)")
 @ssh_options
-def shrink(run_dir, trials, rate, budget, store, client_cmd, cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts):
+def shrink(run_dir, trials, rate, budget, store, client_cmd, cluster, hosts, ssh_user, ssh_key, ssh_port,
+           ssh_known_hosts):
     """Search for the smallest fault schedule of RUN_DIR that still shows its finding."""
     from harness.commands.cliargs import check_writable_dir, ssh_settings
     from harness.core import interrupts

@@ -108,11 +108,11 @@ def test_a_redis_pause_holder_run_shrinks_to_its_pause_and_the_result_replays(tm
               "--store", str(tmp_path), "--json", timeout=180)
     assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
     orig = json.loads(r.stdout.strip().splitlines()[-1])["run_dir"]
-    r = chaos("shrink", orig, "--trials", "2", "--rate", "1", "--budget", "8", timeout=900)
+    r = chaos("shrink", orig, "--trials", "2", "--rate", "1", "--budget", "8", "--store", str(tmp_path), timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     last = r.stdout.strip().splitlines()[-1]
     assert last.startswith("smallest: 1 fault: pause-holder") and "chaos run --replay " in last, last
     doc = json.loads(open(f"{orig}/shrink.json").read())
     assert doc["candidates"] and len(doc["best"]["faults"]) == 1 and all(doc["best_outcomes"])
-    again = chaos("run", "--replay", last.split("chaos run --replay ")[1], timeout=180)
+    again = chaos("run", "--replay", last.split("chaos run --replay ")[1], "--store", str(tmp_path), timeout=180)
     assert again.returncode == 1 and "holder overran its lease (paused" in again.stdout, again.stdout[-2000:]
