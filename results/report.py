@@ -380,15 +380,19 @@ times are seconds since the first op, on the host's monotonic clock (no nemesis 
 <script>{JS}</script></body></html>"""
 
 
-def write_report(run_dir: Path, spec: Any, history: Sequence[Op], doc: dict) -> Path:
+def write_report(run_dir: Path, spec: Any, history: Sequence[Op], doc: dict, *, store: str | None = None) -> Path:
     """Write run_dir/report.html and refresh the store's index.html; return the report's path.
-    Both replace their file, never writing through a link (harness/core/safefile.py)."""
+    Both replace their file, never writing through a link (harness/core/safefile.py).
+
+    The index is that of the store the run dir lies in (run_dir/../..), refreshed when it is
+    one: it has a `latest` link, or it is `store`, the store the caller ran the run in. The
+    spec's own `store` is never asked: a spec read from a run dir must not lead a write
+    outside it (docs/security.md)."""
     from harness.core.safefile import write_atomic
 
     run_dir = Path(run_dir)
     path = write_atomic(run_dir / "report.html", render(run_dir, spec, history, doc))
     root = run_dir.resolve().parent.parent
-    store = _get(spec, "store")
     if (root / "latest").exists() or (store and Path(store).resolve() == root):
         try:
             from results.index import write_index

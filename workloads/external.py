@@ -143,7 +143,8 @@ class ExternalClient:
     lock_kinds = ("mutex", "rw", "semaphore")  # the client says unsupported to a kind it has not
     clock_reads = ("every wall-clock read of the client process (vDSO patch); its monotonic clock stays true",)
     OPTIONS = (
-        Option(name="command", type=str, default="", help="the client's command line (set by --client)"),
+        Option(name="command", type=str, default="", help="the client's command line (set by --client)",
+               given_by="--client CMD"),
         Option(name="servers", type=str, default="valkey:1", help="KIND:COUNT of the lock service (set by --servers)"),
         Option(name="op_timeout_s", type=float, default=5.0, above=0, max=600,
                help="how long release, renew and held may take before the client counts as hung, s"),

@@ -208,7 +208,8 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="print one JSON summary line on stdout")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None, help="also write a JUnit XML file")
 @click.option("--replay", "replay_dir", default=None, metavar="RUN_DIR",
-              help="run again with RUN_DIR's options and its recorded faults (docs/reproduce.md)")
+              help="run again with RUN_DIR's workload options and its recorded faults; the store, provider, hosts "
+                   "and client command come from this command line (docs/reproduce.md)")
 @click.option("--repeat", type=click.IntRange(1, 1000), default=1, show_default=True, metavar="M",
               help="run the same spec M times (each run kept) and report \"invalid in k of M\"")
 def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency, keys, seed, ttl_ms, acquire_timeout, hold_max_ms, fencing,
@@ -222,6 +223,7 @@ def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency
     if replay_dir is not None:
         from harness.commands.shrink import replay_cli
 
+        # the run dir gives the workload and its faults; never a command, a store or a host
         spec, schedule = replay_cli(replay_dir, click.get_current_context())
         seed, time_limit, store = spec.seed, spec.time_limit, spec.store
     else:

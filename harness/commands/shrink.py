@@ -1,17 +1,19 @@
 """`chaos run --replay RUN_DIR` and `chaos shrink RUN_DIR`: a failing run's schedule again,
 and the smallest schedule that still shows its finding.
 
-A replay runs the recorded run's spec (backend, options, time limit, seed) with the faults
-it applied (harness/engine/replay.py) instead of a re-planned schedule; its spec.json's facts
-name the run it replays. `chaos shrink` searches (harness/engine/shrink.py) with real
-replays as its oracle: one trial is one replay, and it reproduces when the replay shows the
-same finding as the original (`findings`).
+A replay runs the recorded run's workload (backend, options that are plain data, time limit,
+seed) with the faults it applied (harness/engine/replay.py) instead of a re-planned schedule,
+where and how the command line says (store, provider, hosts, client command: never from the
+run dir, harness/engine/replay_input.py); its spec.json's facts name the run it replays.
+`chaos shrink` searches (harness/engine/shrink.py) with real replays as its oracle: one trial
+is one replay, and it reproduces when the replay shows the same finding as the original
+(`findings`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
+import shlex
 import signal
 import sys
 import time
@@ -20,46 +22,55 @@ from typing import Any
 
 import click
 
+from harness.commands.cliargs import CLUSTERS, ssh_options
 from harness.core.errors import BadArgument
 from harness.engine.replay import Recorded, Schedule, load, words
+from harness.engine.replay_input import Here, asked_faults, check_faults, spec_for
 
 SHRINK_FILE = "shrink.json"
 
 
-def replay_spec(run_dir: str, store: str | None = None, faults: tuple[Recorded, ...] | None = None,
+def replay_spec(run_dir: str, here: Here | None = None, faults: tuple[Recorded, ...] | None = None,
                 time_limit: float | None = None) -> tuple[Any, Schedule]:
-    """(spec, schedule) of a replay of run_dir: its spec with its store (or `store`), its
-    recorded faults (or `faults`, a shrunk list) and its time limit (or `time_limit`); one
-    sentence (BadArgument) when run_dir cannot be replayed."""
-    spec, found = load(run_dir)
-    if faults is None and _replays(spec):  # a replay's replay: the schedule it was asked to replay
-        faults = Schedule.from_dict(spec.facts["replay"]).faults or tuple(found)
-    new = dataclasses.replace(spec, store=store or spec.store, facts={},
-                              time_limit=spec.time_limit if time_limit is None else time_limit,
-                              command=f"chaos run --replay {run_dir}")
-    return new.validate(), Schedule(of=str(run_dir), faults=tuple(found if faults is None else faults))
+    """(spec, schedule) of a replay of run_dir: the workload of its spec (harness/engine/replay_input.py:
+    the seed and the options that are plain data) run where and how `here` says (the command
+    line's store, provider, hosts, client command; its defaults when None), its recorded faults
+    (or `faults`, a shrunk list) and its time limit (or `time_limit`); one sentence
+    (BadArgument) when run_dir cannot be replayed, needs a flag, or aims a fault where a replay
+    must not, all before anything starts."""
+    here = here or Here()
+    recorded, found = load(run_dir)
+    if faults is None:  # a replay's replay: the schedule it was asked to replay
+        faults = asked_faults(recorded, run_dir) or tuple(found)
+    client = ["--client", here.client] if here.client else []
+    command = shlex.join(["chaos", "run", "--replay", str(run_dir), *client])
+    spec = spec_for(recorded, run_dir, here, time_limit=time_limit, command=command)
+    return spec, Schedule(of=str(run_dir), faults=check_faults(spec, faults, run_dir))
 
 
 def replay_cli(run_dir: str, ctx: click.Context) -> tuple[Any, Schedule]:
-    """`chaos run --replay RUN_DIR`: replay_spec, with --store if given; a flag that would
-    change the recorded run's options is refused (one sentence), as a replay takes them all."""
+    """`chaos run --replay RUN_DIR`: replay_spec, with what the command line says of where and
+    how it runs (REPLAY_FLAGS); a flag that would change the recorded workload is refused
+    (one sentence), as a replay takes it from the run dir."""
     from click.core import ParameterSource
+
+    from harness.commands.cliargs import ssh_settings
 
     given = [p for p in ctx.command.params if p.name not in REPLAY_FLAGS
              and ctx.get_parameter_source(p.name) not in (ParameterSource.DEFAULT, None)]
     if given:
         flag = given[0].opts[0]
-        raise BadArgument(f"--replay takes every option from {run_dir}'s spec.json; drop {flag}")
-    explicit = ctx.get_parameter_source("store") not in (ParameterSource.DEFAULT, None)
-    return replay_spec(run_dir, ctx.params["store"] if explicit else None)
+        raise BadArgument(f"--replay takes the workload's options from {run_dir}'s spec.json; drop {flag}")
+    p = ctx.params
+    ssh = ssh_settings(p["cluster"], p["hosts"], p["ssh_user"], p["ssh_key"], p["ssh_port"], p["ssh_known_hosts"])
+    here = Here(store=p["store"], cluster=p["cluster"], ssh=ssh, netns=p["netns"], base_port=p["base_port"],
+                client=p["client_cmd"])
+    return replay_spec(run_dir, here)
 
 
-REPLAY_FLAGS = ("replay_dir", "store", "as_json", "junit", "repeat")  # what --replay goes with
-
-
-def _replays(spec: Any) -> bool:
-    r = spec.facts.get("replay") if isinstance(spec.facts, dict) else None
-    return isinstance(r, dict) and isinstance(r.get("faults"), list)
+# What --replay goes with: where and how it runs, and what it prints (never the workload's options)
+REPLAY_FLAGS = ("replay_dir", "store", "client_cmd", "cluster", "hosts", "ssh_user", "ssh_key", "ssh_port",
+                "ssh_known_hosts", "netns", "base_port", "as_json", "junit", "repeat")
 
 
 LIVENESS = ("stuck", "starved")  # the liveness checker's findings (harness/checker/liveness.py), each a count
@@ -101,10 +112,12 @@ def reproduces(target: frozenset[str], got: frozenset[str]) -> bool:
 
 def read_summary(run_dir: str | Path) -> dict:
     """The stored run's summary (results.json), or one sentence why there is none."""
+    from harness.core.safefile import read_inside
+
     p = Path(run_dir) / "results.json"
-    try:
-        return json.loads(p.read_text())["summary"]
-    except (OSError, ValueError, KeyError, TypeError):
+    try:  # never through a link out of the run dir
+        return json.loads(read_inside(run_dir, p).decode("utf-8"))["summary"]
+    except (OSError, ValueError, KeyError, TypeError):  # a link out is its own sentence (read_inside)
         raise BadArgument(f"{run_dir} has no readable results.json, so its finding is unknown; "
                           f"run `chaos report {run_dir}` first") from None
 
@@ -124,9 +137,17 @@ def _nothing(run_dir: str, summary: dict):
               help="share of a candidate's replays that must show the finding for it to be kept")
 @click.option("--budget", type=click.FloatRange(0.1, 24 * 60), default=30.0, show_default=True,
               help="minutes the search may take; it ends with the smallest schedule so far")
-@click.option("--store", default=None, help="where the replays are stored (default: the original run's store)")
-def shrink(run_dir, trials, rate, budget, store):
+@click.option("--store", default="store", show_default=True,
+              help="where the replays are stored (never the store a run dir names)")
+@click.option("--client", "client_cmd", default=None, metavar="CMD",
+              help="the external client's command, when RUN_DIR ran one (a run dir never gives a command)")
+@click.option("--cluster", type=click.Choice(CLUSTERS), default="local", show_default=True,
+              help="where the replays' servers run (never the provider a run dir names)")
+@ssh_options
+def shrink(run_dir, trials, rate, budget, store, client_cmd, cluster, hosts, ssh_user, ssh_key, ssh_port,
+           ssh_known_hosts):
     """Search for the smallest fault schedule of RUN_DIR that still shows its finding."""
+    from harness.commands.cliargs import check_writable_dir, ssh_settings
     from harness.core import interrupts
     from harness.engine.shrink import Candidate, Search
 
@@ -136,12 +157,14 @@ def shrink(run_dir, trials, rate, budget, store):
     summary = read_summary(run_dir) if known else {}
     if known and not findings(summary):
         _nothing(run_dir, summary)
-    spec, schedule = replay_spec(run_dir, store)  # one sentence for what is not a replayable run
+    here = Here(store=store, cluster=cluster, client=client_cmd,
+                ssh=ssh_settings(cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts))
+    spec, schedule = replay_spec(run_dir, here)  # one sentence for what is not a replayable run
     summary = summary or read_summary(run_dir)
     target = findings(summary)
     if not target:
         _nothing(run_dir, summary)
-    store = spec.store
+    check_writable_dir(store, "--store")
     deadline = time.monotonic() + budget * 60
     started = time.monotonic()
     print(f"chaos shrink {run_dir}: {words(schedule.faults)}; looking for {', '.join(sorted(target))}, "
@@ -152,7 +175,7 @@ def shrink(run_dir, trials, rate, budget, store):
     def oracle(c: Candidate) -> bool:
         from harness.engine.runner import run as run_spec
 
-        s, sched = replay_spec(run_dir, store, c.faults, c.time_limit)
+        s, sched = replay_spec(run_dir, here, c.faults, c.time_limit)
         outcome = run_spec(s, progress=False, replay=sched)
         if outcome.interrupted:
             ended_by.append(outcome.signal)

@@ -36,6 +36,9 @@ class Option:
     max: float | None = None
     above: float | None = None  # exclusive lower bound ("must be positive": above=0)
     choices: tuple[str, ...] = ()
+    # The flag that gives this option ("--client CMD"), when its value names a program or a path
+    # of this machine: a replay or shrink never takes it from a run dir, only from that flag.
+    given_by: str = ""
 
     def parse(self, raw: Any) -> Any:
         """The typed value of `raw` (a string from the command line, or a value already typed

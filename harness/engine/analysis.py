@@ -54,8 +54,10 @@ def unchecked(spec: Any, run_dir: Path, outcome: dict, reason: str) -> dict:
 
 
 def analyse(spec: Any, run_dir: Path, *, timings: dict | None = None, errors: list[str] | None = None,
-            interrupted: bool = False, fallback: str | None = None) -> dict:
-    """Check the run dir's history and write results.json and ops.csv there."""
+            interrupted: bool = False, fallback: str | None = None, store_dir: str | None = None) -> dict:
+    """Check the run dir's history and write results.json and ops.csv there, and its report
+    (`store_dir`: the store the run was run in, whose index the report refreshes; never the
+    store a spec read from the run dir names)."""
     from results.csv import write_ops_csv
 
     history = read_history(run_dir)  # a run dir: its history.jsonl must resolve inside it
@@ -75,5 +77,5 @@ def analyse(spec: Any, run_dir: Path, *, timings: dict | None = None, errors: li
                   dict(getattr(spec, "facts", None) or {}))
     from results.report import write_report
 
-    write_report(run_dir, spec, history, doc)
+    write_report(run_dir, spec, history, doc, store=store_dir)
     return doc

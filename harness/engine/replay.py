@@ -74,15 +74,17 @@ def _aim(r: Recorded) -> str:
     return ""
 
 
-def recorded_faults(history: Sequence, facts: Mapping[str, Any] | None = None) -> list[Recorded]:
+def recorded_faults(history: Sequence, facts: Mapping[str, Any] | None = None, *,
+                    kinds: Mapping[str, F.FaultKind] | None = None) -> list[Recorded]:
     """Every fault the history shows applied (completed ok or info; a `fail` was not applied),
     in invoke order, each paired with the next heal of its kind. A fault never healed in the
-    history (the run was cut short) lasts to the history's end."""
+    history (the run was cut short) lasts to the history's end. The kinds are `kinds` when
+    given (a replay: those the installed nemeses declare), else what `facts` recorded."""
     from harness.core.history import NEMESIS
 
     if not history:
         return []
-    kinds = F.table(facts)
+    kinds = F.table(facts) if kinds is None else kinds
     ends = F.heals(kinds)
     t0 = min(o.time_ns for o in history)
     last = max(o.time_ns for o in history)
@@ -139,10 +141,21 @@ def words(fs: Sequence[Recorded]) -> str:
     return f"{len(fs)} fault{'s' if len(fs) != 1 else ''}: " + "; ".join(r.words() for r in fs)
 
 
+def kinds_of(nemeses: Sequence[str]) -> dict[str, F.FaultKind]:
+    """f -> FaultKind of every fault the named nemeses declare (their installed classes'
+    FAULTS); one sentence (BadArgument) for a name the registry does not know."""
+    from harness.core import plugins
+
+    return {k.f: k for n in nemeses for k in getattr(plugins.nemesis_class(n), "FAULTS", ())}
+
+
 def load(run_dir: str | Path) -> tuple[Any, list[Recorded]]:
     """(TestSpec, recorded faults) of a stored run, or one sentence (BadArgument) why it cannot
-    be replayed: not a run dir, a history that cannot be read, a run without faults. A replay
-    of a replay is a replay of what it applied."""
+    be replayed: not a run dir, a history that cannot be read, a nemesis op that none of the
+    run's nemeses makes, a run without faults. A replay of a replay is a replay of what it
+    applied. The faults are read by the installed nemeses' declarations (kinds_of); whom
+    they aim at is checked by harness/engine/replay_input.py."""
+    from harness.core.history import NEMESIS
     from results.store import load_run
 
     p = Path(run_dir)
@@ -152,7 +165,13 @@ def load(run_dir: str | Path) -> tuple[Any, list[Recorded]]:
     if not (p / "spec.json").is_file():
         raise BadArgument(f"{run_dir} has no spec.json, so its options are unknown and it cannot be replayed")
     spec, history = load_run(p, need_dir=True)
-    found = recorded_faults(history, spec.facts)
+    kinds = kinds_of(spec.nemesis)  # the installed nemeses' own declarations, never the run dir's facts
+    foreign = sorted({o.f for o in history if o.process == NEMESIS} - set(kinds) - {k.heal for k in kinds.values()})
+    if foreign:
+        raise BadArgument(f"{run_dir}'s history has {', '.join(map(repr, foreign))[:80]} op(s), which none of its "
+                          f"nemeses ({', '.join(spec.nemesis) or 'none'}) makes, so it cannot be replayed; "
+                          f"replay a run dir as chaoslock wrote it")
+    found = recorded_faults(history, kinds=kinds)
     if not found:
         raise BadArgument(f"{run_dir} applied no faults (its history has no nemesis op that took effect), "
                           f"so there is no schedule to replay; run it again with chaos run instead")

@@ -252,7 +252,7 @@ def _run(spec: TestSpec, progress: bool, replay=None) -> RunOutcome:
         with interrupts.shielded("checking the history and writing the results",
                                  skip=f"skip the checks (run `chaos report {run_dir}` later)"):
             results = analyse(spec, run_dir, timings=timings, errors=errors, interrupted=interrupted,
-                              fallback=cluster.fallback_reason)
+                              fallback=cluster.fallback_reason, store_dir=spec.store)
     except KeyboardInterrupt:
         interrupted = True
         outcome["signal"] = interrupts.signal_name()

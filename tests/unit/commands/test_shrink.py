@@ -7,6 +7,7 @@ import pytest
 
 from harness.commands.shrink import findings, replay_spec, reproduces
 from harness.core.errors import BadArgument
+from harness.engine.replay_input import Here
 from tests.conftest import chaos
 
 HISTORY = [
@@ -48,11 +49,13 @@ def test_the_same_finding_is_a_cause_of_the_violations_when_there_were_violation
 
 
 def test_replay_spec_keeps_the_options_and_seed_and_names_the_run(tmp_path):
+    """The workload and seed come from the run dir; the store from the command line (its
+    default, never the store the run dir's spec names)."""
     d = run_dir(tmp_path)
     spec, schedule = replay_spec(str(d))
-    assert (spec.backend, spec.seed, spec.time_limit, spec.store) == ("redis", 3, 15, str(tmp_path / "store"))
+    assert (spec.backend, spec.seed, spec.time_limit, spec.store) == ("redis", 3, 15, "store")
     assert schedule.of == str(d) and [(r.f, r.at, r.duration) for r in schedule.faults] == [("pause-holder", 2.0, 4.0)]
-    spec, _ = replay_spec(str(d), store=str(tmp_path / "other"), time_limit=9.0)
+    spec, _ = replay_spec(str(d), Here(store=str(tmp_path / "other")), time_limit=9.0)
     assert spec.store == str(tmp_path / "other") and spec.time_limit == 9.0
 
 
@@ -190,3 +193,68 @@ def test_repeat_with_junit_writes_one_testcase_per_run(tmp_path, monkeypatch):
     cases = ET.parse(junit).getroot().findall("testsuite/testcase")
     assert [c.get("name") for c in cases] == ["run 1 of 5 (seed 3)", "run 2 of 5 (seed 3)"]
     assert "interrupted" in cases[1].find("error").text
+
+
+def hostile_run_dir(tmp_path, target="store"):
+    """A run dir as a hostile user would hand it over: an external client whose command would
+    leave a marker, a store outside (with a page of someone else's), kill ops aimed at
+    `target` (the counter's store server by default), and a finding to shrink."""
+    marker, outside = tmp_path / "marker", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "index.html").write_text("someone else's page")
+    d = tmp_path / "copied" / "run"
+    d.mkdir(parents=True)
+    (d / "spec.json").write_text(json.dumps({
+        "backend": "external", "nemesis": ["kill"], "time_limit": 6, "recovery": 1, "concurrency": 2, "seed": 5,
+        "options": {"command": f"sh -c 'touch {marker}'", "servers": "valkey:1"}, "store": str(outside)}))
+    ops = HISTORY[:2] + [
+        {"time_ns": 10**9, "process": "nemesis", "type": "invoke", "f": "kill", "value": [target]},
+        {"time_ns": 10**9 + 1, "process": "nemesis", "type": "ok", "f": "kill", "value": [target]},
+        {"time_ns": 2 * 10**9, "process": "nemesis", "type": "invoke", "f": "restart", "value": None},
+        {"time_ns": 2 * 10**9 + 1, "process": "nemesis", "type": "ok", "f": "restart", "value": [target]}]
+    (d / "history.jsonl").write_text("".join(json.dumps(o) + "\n" for o in ops))
+    (d / "results.json").write_text(json.dumps({"summary": {"valid": False, "violations": 0, "lost_updates": 1}}))
+    return d, marker, outside
+
+
+@pytest.mark.parametrize("cmd", [("run", "--replay"), ("shrink",)])
+def test_a_hostile_run_dir_runs_no_command_writes_nowhere_and_its_store_fault_is_refused(tmp_path, cmd):
+    """Before any server starts: without --client, one sentence asking for it; with it, one
+    sentence refusing the kill of the store server. Nothing is run, nothing written."""
+    d, marker, outside = hostile_run_dir(tmp_path)
+    mine = tmp_path / "mine"
+    r = chaos(*cmd, str(d), "--store", str(mine), timeout=60)
+    assert r.returncode == 254 and len(r.stderr.strip().splitlines()) == 1, r.stdout + r.stderr
+    assert "was run with an external client" in r.stderr and "give it with --client CMD" in r.stderr
+    r = chaos(*cmd, str(d), "--store", str(mine), "--client", "python3 my_client.py", timeout=60)
+    assert r.returncode == 254 and len(r.stderr.strip().splitlines()) == 1, r.stdout + r.stderr
+    assert "aims kill at the store server, which holds the counter" in r.stderr
+    assert not marker.exists() and not mine.exists()
+    assert sorted(p.name for p in outside.iterdir()) == ["index.html"]
+    assert (outside / "index.html").read_text() == "someone else's page"
+    assert sorted(p.name for p in d.iterdir()) == ["history.jsonl", "results.json", "spec.json"]
+
+
+def test_a_replay_aimed_at_a_node_the_cluster_lacks_is_refused_before_anything_starts(tmp_path):
+    d, _, _ = hostile_run_dir(tmp_path, target="n2")  # valkey:1 has n1 only
+    r = chaos("run", "--replay", str(d), "--client", "python3 my_client.py", "--store", str(tmp_path / "mine"))
+    assert r.returncode == 254 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "aims kill at 'n2', which the cluster a replay of it brings up does not have (its lock nodes are n1)" \
+        in r.stderr and not (tmp_path / "mine").exists()
+
+
+def test_replay_takes_where_and_how_from_the_command_line_and_refuses_a_client_it_has_no_use_for(tmp_path):
+    d = run_dir(tmp_path)
+    r = chaos("run", "--replay", str(d), "--client", "python3 my_client.py")
+    assert r.returncode == 254 and "ran backend redis; drop --client" in r.stderr
+    r = chaos("shrink", str(run_dir(tmp_path, name="found", summary={"valid": False, "violations": 1})),
+              "--client", "python3 my_client.py")
+    assert r.returncode == 254 and "ran backend redis; drop --client" in r.stderr
+
+
+def test_shrink_reads_no_results_json_through_a_link_out_of_the_run_dir(tmp_path):
+    d = run_dir(tmp_path)
+    (tmp_path / "elsewhere.json").write_text(json.dumps({"summary": {"valid": False, "violations": 1}}))
+    (d / "results.json").symlink_to(tmp_path / "elsewhere.json")
+    r = chaos("shrink", str(d), "--store", str(tmp_path / "mine"))
+    assert r.returncode == 254 and "outside" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

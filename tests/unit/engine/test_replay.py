@@ -134,6 +134,17 @@ def test_load_refuses_what_cannot_be_replayed_in_one_sentence(tmp_path):
     (tmp_path / "torn" / "history.jsonl").write_text('{"time_ns": 1}\n{"process": 0}\n')
     with pytest.raises(BadArgument):
         load(tmp_path / "torn")
-    write_run(tmp_path / "ok", history())
+    write_run(tmp_path / "ok", history(), {"backend": "redis", "nemesis": ["clock-skew", "pause-holder", "partition"]})
     spec, faults = load(tmp_path / "ok")
     assert spec.backend == "redis" and len(faults) == 3
+
+
+def test_load_reads_faults_by_the_installed_nemeses_never_by_the_run_dirs_facts(tmp_path):
+    """A kill op in a pause-holder run is none of its nemeses' doing: refused, not replayed;
+    facts that declare "kill" a heal of something (so a kill would pass for one) change nothing."""
+    write_run(tmp_path / "odd", history() + [op(21, NEMESIS, "invoke", "kill", ["store"]),
+                                             op(21.1, NEMESIS, "ok", "kill", ["store"])],
+              {"backend": "redis", "nemesis": ["clock-skew", "pause-holder", "partition"],
+               "facts": {"faults": [{"f": "pause-holder", "heal": "kill"}]}})
+    with pytest.raises(BadArgument, match="'kill' op.*none of its nemeses"):
+        load(tmp_path / "odd")

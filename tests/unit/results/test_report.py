@@ -197,7 +197,7 @@ def small_report(tmp_path):
     doc = build_doc(spec, history, run_dir)
     doc["checkers"]["crashed"] = CheckResult(name="crashed", valid="unknown", error=f"ValueError: {EVIL_ERROR}").to_dict()
     store.write_json(run_dir / "results.json", doc)
-    path = write_report(run_dir, spec, history, doc)
+    path = write_report(run_dir, spec, history, doc, store=str(tmp_path / "store"))  # as the runner does
     return path, path.read_text(encoding="utf-8"), doc
 
 

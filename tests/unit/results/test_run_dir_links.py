@@ -100,6 +100,26 @@ def test_chaos_check_takes_the_named_history_but_not_a_spec_beside_it_that_leads
     assert r.returncode == 254 and "spec.json" in r.stderr and "outside" in r.stderr, r.stderr
 
 
+def test_report_and_check_follow_nothing_a_spec_names_out_of_the_run_dir(tmp_path):
+    """A copied run dir whose spec.json names, as its store, the directory it was copied into
+    (and an external client that would leave a marker): `chaos report` writes its own files
+    only, never that directory's index.html; neither command runs anything."""
+    downloads = tmp_path / "downloads"
+    d = downloads / "runs" / "20260101T000000"
+    d.mkdir(parents=True)
+    (downloads / "index.html").write_text("someone else's page")
+    shutil.copy(HISTORY, d / "history.jsonl")
+    marker = tmp_path / "marker"
+    store.write_spec(d, TestSpec(backend="external", store=str(downloads),
+                                 options={"command": f"sh -c 'touch {marker}'", "servers": "valkey:1"}))
+    assert chaos("check", str(d), timeout=60).returncode == 0
+    r = chaos("report", str(d), timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert (downloads / "index.html").read_text() == "someone else's page" and not marker.exists()
+    assert sorted(p.name for p in downloads.iterdir()) == ["index.html", "runs"]
+    assert (d / "report.html").is_file()
+
+
 def test_read_results_refuses_a_results_json_that_leads_out(run):
     d, out = run
     (out / "results.json").write_text('{"summary": {"valid": true}}')
