@@ -385,20 +385,17 @@ ROW_FIELDS = ("scenario", "variant", "seed", "expected", "matched")
 
 def read_rows(paths: Sequence[str]) -> list[dict]:
     """Rows from rows.jsonl files (or the `--json` output) of earlier campaigns."""
+    from harness.core.pathcheck import EITHER, check_path, read_text
+
+    hint = "give a campaign's rows.jsonl or its directory"
     rows = []
     for path in paths:
-        p = Path(path)
+        p = check_path(path, flag="--summarize", want=EITHER, hint=hint)
         if p.is_dir():
             p = p / "rows.jsonl"
-        if not p.is_file():
-            raise BadArgument(f"{path}: no such file; give a campaign's rows.jsonl or its directory")
-        try:
-            text = p.read_text(encoding="utf-8")
-        except UnicodeDecodeError as e:
-            line_no = p.read_bytes()[:e.start].count(b"\n") + 1
-            raise BadArgument(f"{p}:{line_no}: not UTF-8 text; give a campaign's rows.jsonl") from None
-        except OSError as e:
-            raise BadArgument(f"{p}: cannot be read ({e.strerror}); give a campaign's rows.jsonl") from None
+            if not p.is_file() and not p.is_symlink():
+                raise BadArgument(f"--summarize {path} holds no rows.jsonl; {hint}")
+        text = read_text(p, flag="--summarize", hint=hint, what="a rows.jsonl")
         for n, line in enumerate(text.splitlines(), 1):
             if not line.startswith("{"):
                 continue  # the `--json` output mixes the per-seed text lines with the rows

@@ -45,6 +45,9 @@ def replay_cli(run_dir: str, ctx: click.Context) -> tuple[Any, Schedule]:
     change the recorded run's options is refused (one sentence), as a replay takes them all."""
     from click.core import ParameterSource
 
+    from harness.core.pathcheck import DIR, check_path
+
+    check_path(run_dir, flag="--replay", want=DIR, hint="give a run directory such as store/latest")
     given = [p for p in ctx.command.params if p.name not in REPLAY_FLAGS
              and ctx.get_parameter_source(p.name) not in (ParameterSource.DEFAULT, None)]
     if given:
@@ -127,9 +130,17 @@ def _nothing(run_dir: str, summary: dict):
 @click.option("--store", default=None, help="where the replays are stored (default: the original run's store)")
 def shrink(run_dir, trials, rate, budget, store):
     """Search for the smallest fault schedule of RUN_DIR that still shows its finding."""
+    from harness.commands.cliargs import check_writable_dir
     from harness.core import interrupts
+    from harness.core.pathcheck import DIR, check_path
     from harness.engine.shrink import Candidate, Search
 
+    # shrink.json is written into RUN_DIR at the end, and the replays into the store: both
+    # are checked before the first replay, not found unwritable after an hour of them
+    check_path(run_dir, want=DIR, write=True, replaces=(SHRINK_FILE,),
+               hint="give a run directory you can write to (shrink.json goes into it), such as store/latest")
+    if store is not None:
+        check_writable_dir(store, "--store")
     if Path(run_dir).is_dir():  # store/latest moves to each replay: shrink the run it named when asked
         run_dir = str(Path(run_dir).resolve())
     known = (Path(run_dir) / "results.json").is_file()
