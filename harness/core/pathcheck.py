@@ -5,7 +5,8 @@ A path the user gives (`--store`, a run dir, `--junit`, `--expectations`, `--hos
 kernel refuses (ENAMETOOLONG: one name over 255 bytes, or over 4095 in all), a directory
 that cannot be read or written (permissions, a read-only mount, `chattr +i`), a FIFO (an
 open for reading blocks until a writer comes), a device (an atomic write would replace
-/dev/null), a file where a directory is needed or the reverse. `check_path` finds each with
+/dev/null), a file where a directory is needed or the reverse, a name that is not UTF-8
+(it ends up in spec.json, results.json and the reports, which are UTF-8). `check_path` finds each with
 stat and non-blocking opens, never a blocking open and never a byte written into an
 existing file, and raises a BadArgument naming the flag, the path and the fix. `read_text`
 reads a small text file (hosts, expectations, rows) the same way and refuses bytes that are
@@ -129,6 +130,10 @@ def check_path(path: str | os.PathLike, *, flag: str | None = None, want: str = 
 
     if not os.fsdecode(path):
         no("is empty", f"give a {want}")
+    try:
+        os.fsdecode(path).encode("utf-8")
+    except UnicodeEncodeError:  # bytes the filesystem took but that are not UTF-8 (surrogateescape)
+        no("has a name that is not UTF-8", "rename it: chaoslock writes the paths it is given into UTF-8 JSON and reports")
     if why := too_long(path, ROOM if want == DIR or write else 0):
         no(why, "give a shorter path")
     try:

@@ -5,6 +5,7 @@ a traceback, a crash (255) or a hang, nothing started, nothing left behind
 
 The kinds, and what can be refused to root (the suite runs as root):
   long-name    one name of 300 bytes (ENAMETOOLONG)     long-path  over 4096 bytes in all
+  name-not-utf8  a name in Latin-1: usable, but it would go into UTF-8 JSON and reports
   fifo         a named pipe (an open for reading would block until a writer comes)
   device       a null device made here with mknod (never a real /dev file: today's code
                replaced /dev/null with a regular file when given `matrix --junit /dev/null`)
@@ -52,8 +53,9 @@ HOST = "chaoslock-path-test.invalid"  # never resolves: a row that gets past its
 MATRIX = ("matrix", "--backends", "redis", "--nemeses", "none", "--fencing", "off", "--seeds", "1",
           "--time-limit", "1", "--concurrency", "1")
 
-READ = ["long-name", "long-path", "fifo", "device", "under-file", "wrong-type", "unreadable"]
-WRITE = ["long-name", "long-path", "fifo", "device", "under-file", "wrong-type", "unwritable", "read-only", "immutable"]
+READ = ["long-name", "long-path", "name-not-utf8", "fifo", "device", "under-file", "wrong-type", "unreadable"]
+WRITE = ["long-name", "long-path", "name-not-utf8", "fifo", "device", "under-file", "wrong-type", "unwritable",
+         "read-only", "immutable"]
 KINDS = {
     "dir-read": READ,
     "dir-write": READ + ["unwritable", "read-only", "immutable", "immutable-inside"],
@@ -67,7 +69,8 @@ KINDS = {
 WORDS = {"long-name": ("too long",), "long-path": ("too long",), "fifo": ("named pipe",), "device": ("device",),
          "under-file": ("not a directory",), "unreadable": ("permission denied", "is not readable"),
          "unwritable": ("permission denied",), "read-only": ("read-only file system",), "immutable": ("immutable",),
-         "immutable-inside": ("immutable",), "immutable-below": ("immutable",), "not-utf8": ("UTF-8",)}
+         "immutable-inside": ("immutable",), "immutable-below": ("immutable",), "not-utf8": ("UTF-8",),
+         "name-not-utf8": ("not UTF-8",)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,6 +143,13 @@ def bad_path(opt: Opt, kind: str, tmp: Path, frozen: list[Path]) -> tuple[str, l
             pytest.skip("mknod needs root")
         os.mknod(tmp / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
         return str(tmp / "null"), []
+    if kind == "name-not-utf8":  # there and usable, but its name cannot go into UTF-8 JSON or HTML
+        p = Path(os.fsdecode(os.fsencode(tmp) + b"/r\xe9"))
+        if opt.role.startswith("dir") and opt.role != "dir-create":
+            fill(p, opt)
+        elif opt.role != "dir-create":
+            p.write_text(TEXT.get(opt.role, "x\n"))
+        return str(p), []
     if kind == "under-file":
         return str(tmp / "file" / "x"), []
     if kind == "wrong-type":
