@@ -425,9 +425,18 @@ def odd_matches(rows: Sequence[dict]) -> str | None:
 
 
 def rejudge(row: dict) -> dict:
-    run_dir = Path(row.get("run_dir") or "")
+    import os
+
+    from harness.core.pathcheck import DIR, check_path, too_long
+
     if row["scenario"] not in SCENARIOS or row["variant"] not in SCENARIOS[row["scenario"]].variants:
         raise BadArgument(f"row {row['scenario']}/{row['variant']} seed {row['seed']}: no such scenario variant today")
+    name = f"row {row['scenario']}/{row['variant']} seed {row['seed']}: its run dir"
+    if not isinstance(row.get("run_dir"), str) or not row["run_dir"]:
+        raise BadArgument(f"{name} is not named (run_dir {row.get('run_dir')!r}); summarize without --recheck")
+    run_dir = Path(row["run_dir"])
+    if os.path.lexists(run_dir) or too_long(run_dir):  # a path from a file: too long, a FIFO, unreadable
+        check_path(run_dir, flag=name, want=DIR, hint="summarize without --recheck")
     if not (run_dir / "results.json").is_file() or not (run_dir / "history.jsonl").is_file():
         raise BadArgument(f"row {row['scenario']}/{row['variant']} seed {row['seed']}: its run dir {run_dir} "
                           "is gone (needs results.json and history.jsonl); summarize without --recheck")

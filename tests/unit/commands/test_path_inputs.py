@@ -307,3 +307,19 @@ def test_a_missing_file_to_write_needs_its_directory(tmp_path):
     check_path(tmp_path / "known_hosts", want=FILE, missing_ok=True)  # ssh creates it
     with pytest.raises(BadArgument, match="does not exist"):
         check_path(tmp_path / "key", want=FILE)
+
+
+@pytest.mark.parametrize("run_dir, words", [("a" * 300, "too long"), (5, "is not named"), ("fifo", "named pipe")])
+def test_a_stored_row_whose_run_dir_is_a_bad_path_is_one_sentence(tmp_path, run_dir, words):
+    """`reproduce --summarize ROWS --recheck` follows the run dirs a rows.jsonl names: paths
+    from a file, checked like a flag's (today: ENAMETOOLONG and a number crash with 255)."""
+    import json
+
+    os.mkfifo(tmp_path / "fifo")
+    row = {"scenario": "gc-pause", "variant": "nofence", "seed": 1, "expected": "unsafe", "matched": True,
+           "run_dir": str(tmp_path / run_dir) if isinstance(run_dir, str) else run_dir}
+    (tmp_path / "rows.jsonl").write_text(json.dumps(row) + "\n")
+    r = subprocess.run([sys.executable, "-m", "harness", "reproduce", "--summarize", str(tmp_path / "rows.jsonl"),
+                        "--recheck"], capture_output=True, text=True, timeout=TIMEOUT_S, cwd=ROOT)
+    err = r.stderr.strip()
+    assert r.returncode == 254 and len(err.splitlines()) == 1 and words in err and "gc-pause/nofence seed 1" in err, err
