@@ -223,6 +223,29 @@ def _missing(path, want: str, write: bool, create: bool, missing_ok: bool, no) -
         no(f"cannot be made in {show(parent)} ({_why(e)})")
 
 
+def check_program(command: str, flag: str) -> None:
+    """The program a client command line starts (its first word, as subprocess will run
+    it): a name found on PATH, or a path to an executable regular file; else one sentence.
+    Checked before any server starts, so a typo does not cost a cluster's start-up."""
+    import shlex
+    import shutil
+
+    try:
+        argv = shlex.split(command)
+    except ValueError as e:  # "No closing quotation"
+        raise BadArgument(f"{flag} {command!r} is not a command line ({e}); quote it as a shell would") from None
+    if not argv:
+        raise BadArgument(f"{flag} needs a command: the program and its arguments")
+    prog = argv[0]
+    if "/" not in prog:
+        if shutil.which(prog) is None:
+            raise BadArgument(f"{flag}: the program {prog!r} is not on PATH; give its path (./{prog}) or install it")
+        return
+    check_path(prog, flag=f"{flag}: the program", want=FILE, hint="give the path of the client program")
+    if not os.access(prog, os.X_OK, effective_ids=os.access in os.supports_effective_ids):
+        raise BadArgument(f"{flag}: the program {show(prog)} is not executable; chmod +x it, or give the one that is")
+
+
 def read_text(path: str | os.PathLike, *, flag: str | None = None, hint: str | None = None,
               what: str = "text") -> str:
     """The UTF-8 text of the regular file `path` (check_path's checks first), or one

@@ -323,3 +323,26 @@ def test_a_stored_row_whose_run_dir_is_a_bad_path_is_one_sentence(tmp_path, run_
                         "--recheck"], capture_output=True, text=True, timeout=TIMEOUT_S, cwd=ROOT)
     err = r.stderr.strip()
     assert r.returncode == 254 and len(err.splitlines()) == 1 and words in err and "gc-pause/nofence seed 1" in err, err
+
+
+@pytest.mark.parametrize("how", ["run", "client-check"])
+@pytest.mark.parametrize("program, words", [
+    ("'unclosed", "not a command line"), ("./no-such-client", "does not exist"), ("a" * 300, "is not on PATH"),
+    ("{tmp}/" + "a" * 300, "too long"), ("{tmp}/plain", "not executable"), ("{tmp}", "is a directory"),
+    ("{tmp}/fifo", "named pipe"), ("no-such-program-xyz", "is not on PATH"),
+])
+def test_a_client_program_that_cannot_run_is_refused_before_any_server(tmp_path, how, program, words):
+    """`chaos run --client CMD` and `chaos client-check CMD` start CMD's first word after the
+    servers are up: a program that is not there or cannot run is one sentence before that
+    (today: the servers' start-up, here the tripwire's 'etcd not found on PATH')."""
+    (tmp_path / "plain").write_text("#!/bin/sh\n")
+    os.mkfifo(tmp_path / "fifo")
+    cmd = program.replace("{tmp}", str(tmp_path)) + " --flag"
+    argv = (["run", "--client", cmd, "--servers", "etcd:3", "--time-limit", "1", "--store", str(tmp_path / "store")]
+            if how == "run" else ["client-check", cmd, "--servers", "etcd:3"])
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable), "CHAOSLOCK_VALKEY_SERVER": TRIPWIRE}
+    r = subprocess.run([sys.executable, "-m", "harness", *argv], capture_output=True, text=True, timeout=TIMEOUT_S,
+                       cwd=ROOT, env=env)
+    err = r.stderr.strip()
+    assert r.returncode == 254 and len(err.splitlines()) == 1 and words in err, err
+    assert not (tmp_path / "store").exists()
