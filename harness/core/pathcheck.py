@@ -40,7 +40,7 @@ _HINTS = {(DIR, False): "give a directory you can read", (DIR, True): "give a di
           (EITHER, False): "give a file or directory you can read"}
 
 _WHY = {errno.EACCES: "permission denied",
-        errno.EPERM: "operation not permitted: it may be immutable or append-only (lsattr shows it, chattr -i clears it)",
+        errno.EPERM: "operation not permitted: immutable or append-only? lsattr -d shows it, chattr -i clears it",
         errno.EROFS: "a read-only file system", errno.ELOOP: "a loop of symbolic links",
         errno.ENOSPC: "no space left on the device", errno.EDQUOT: "over the disk quota"}
 
