@@ -94,21 +94,18 @@ def load_run(path: str | os.PathLike, *, need_dir: bool = False) -> tuple[Any, l
     """(TestSpec, history) of a stored run, for `chaos check` and `chaos report`.
 
     `path` is a run dir or a history.jsonl (whose spec.json, if any, sits beside it);
-    `need_dir` refuses a file, for commands that write into the run dir. Whatever is wrong
-    with the path, the spec or the history is a BadArgument (BadHistory) of one sentence
-    naming the file and what to do; a missing spec.json means the default TestSpec. A
+    `need_dir` refuses a file, for commands that write into the run dir (that it can be
+    written is theirs to check). Whatever is wrong with the path (harness/core/pathcheck.py),
+    the spec or the history is a BadArgument (BadHistory) of one sentence naming the file
+    and what to do; a missing spec.json means the default TestSpec. A
     history.jsonl or spec.json that resolves outside its directory is refused, not read; a
     history file named directly is the user's choice, but not the spec.json beside it."""
-    from harness.core.errors import BadArgument
     from harness.core.history import read_history
+    from harness.core.pathcheck import DIR, EITHER, check_path
 
-    p = Path(path)
-    if not p.exists():
-        hint = "a run directory such as store/latest" + ("" if need_dir else " or a history.jsonl")
-        raise BadArgument(f"{path} does not exist; give {hint}")
-    if need_dir and not p.is_dir():
-        raise BadArgument(f"{path} is a file, not a run directory; give the directory that holds its "
-                          f"history.jsonl and spec.json")
+    hint = ("give a run directory, the one that holds its history.jsonl and spec.json (such as store/latest)"
+            if need_dir else "give a run directory such as store/latest or a history.jsonl")
+    p = check_path(path, want=DIR if need_dir else EITHER, hint=hint)  # too long, a FIFO, unreadable: one sentence
     d = p if p.is_dir() else p.parent
     spec = read_spec(d / "spec.json", root=d)
     return spec, read_history(p)

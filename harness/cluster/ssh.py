@@ -101,11 +101,12 @@ def parse_hosts(ssh: Mapping[str, Any]) -> list[Host]:
 
 
 def read_hosts_file(path: str) -> list[str]:
-    """`--hosts @FILE`: one host per line; blank lines and # comments are skipped."""
-    try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as e:
-        raise BadArgument(f"cannot read the hosts file {path} ({e.strerror})") from None
+    """`--hosts @FILE`: one host per line; blank lines and # comments are skipped. A file
+    that cannot be read (harness/core/pathcheck.py) or is not UTF-8 is one sentence."""
+    from harness.core.pathcheck import read_text
+
+    lines = read_text(path, flag="--hosts @", hint="give a file of hosts, one per line",
+                      what="a hosts file").splitlines()
     return [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
 
 

@@ -255,6 +255,10 @@ def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency
                         ssh=ssh_settings(cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts),
                         command=shlex.join(["chaos"] + sys.argv[1:] + ([] if "--seed" in sys.argv else ["--seed", str(seed)])))
     spec = spec.validate()
+    if client_cmd is not None and replay_dir is None:
+        from harness.core.pathcheck import check_program
+
+        check_program(client_cmd, "--client")  # the program is there and runs: before any server starts
     check_writable_dir(store, "--store")
     if junit:
         check_writable_file(junit, "--junit")

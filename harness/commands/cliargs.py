@@ -38,47 +38,20 @@ def check_writable_dir(path: str, flag: str) -> None:
     """A directory runs can be written into (made if missing), or one sentence why not.
 
     Checked before anything starts, by really creating what is missing and a file in it,
-    then removing exactly what the check made: a long run must not fail at its end."""
-    import tempfile
-    from pathlib import Path
+    then removing exactly what the check made: a long run must not fail at its end.
+    (harness/core/pathcheck.py: too long, read-only, immutable, a FIFO, a file.)"""
+    from harness.core.pathcheck import DIR, check_path
 
-    p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise BadArgument(f"{flag} {path} is a file, not a directory; give a directory (it is created if missing)")
-    made = [q for q in (p, *p.parents) if not q.exists()]
-    try:
-        p.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=p):
-            pass
-    except OSError as e:
-        raise BadArgument(f"{flag} {path} cannot be written ({e.strerror}); give a directory you can write to") from None
-    finally:
-        for q in made:
-            try:
-                q.rmdir()
-            except OSError:
-                pass
+    check_path(path, flag=flag, want=DIR, write=True, create=True,
+               hint="give a directory you can write to (it is created if missing)")
 
 
 def check_writable_file(path: str, flag: str) -> None:
-    """A file that can be (over)written in an existing directory, or one sentence why not."""
-    from pathlib import Path
+    """A file that can be (over)written in an existing directory, or one sentence why not
+    (harness/core/pathcheck.py: a directory, a FIFO or device, immutable, read-only)."""
+    from harness.core.pathcheck import FILE, check_path
 
-    p = Path(path)
-    if p.is_dir():
-        raise BadArgument(f"{flag} {path} is a directory; give a file name, such as {p / 'results.xml'}")
-    if not p.parent.is_dir():
-        raise BadArgument(f"{flag} {path}: the directory {p.parent} does not exist; create it or give another path")
-    existed = p.exists()
-    try:
-        with open(p, "a"):
-            pass
-    except OSError as e:
-        raise BadArgument(f"{flag} {path} cannot be written ({e.strerror}); give a path you can write to") from None
-    if not existed:
-        p.unlink()
-
-
+    check_path(path, flag=flag, want=FILE, write=True)
 
 
 CLUSTERS = tuple(plugins.PROVIDERS)
@@ -110,6 +83,13 @@ def ssh_settings(cluster: str, hosts: str | None, user: str | None, key: str | N
         return {}
     if not hosts:
         raise BadArgument("--cluster ssh needs --hosts h1,h2,... (or --hosts @FILE, one host per line)")
+    from harness.core.pathcheck import FILE, check_path
+
+    if key is not None:
+        check_path(key, flag="--ssh-key", want=FILE, hint="give the private key ssh should use")
+    if known_hosts is not None:
+        check_path(known_hosts, flag="--ssh-known-hosts", want=FILE, missing_ok=True,
+                   hint="give a known_hosts file ssh can read (it is created if missing)")
     if hosts.startswith("@"):
         from harness.cluster.ssh import read_hosts_file
 

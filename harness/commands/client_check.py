@@ -129,9 +129,12 @@ def _client_check(command, servers, ttl_ms):
     from harness.cluster.containment import PROCS_ENV
     from workloads.external import LOG_ENV, ClientBroke, ExternalClient
 
+    from harness.core.pathcheck import check_program
+
     spec = TestSpec(backend="external", concurrency=1,
                     options={"command": command, "servers": servers}).validate()
     ExternalClient.servers_for(spec.options)
+    check_program(command, "COMMAND")  # the program is there and runs: before any server starts
     run_id = new_run_id()
     # the servers' logs and the clients' stderr: removed at the end, unless the servers never
     # came up (the error names this directory, so its logs must still be there to read)

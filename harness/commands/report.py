@@ -5,18 +5,24 @@ from __future__ import annotations
 import click
 
 
+REBUILT = ("results.json", "ops.csv", "report.html")  # what `chaos report` replaces in a run dir
+
+
 @click.command()
 @click.argument("run_dir", type=click.Path())
 def report(run_dir):
     """Rebuild results.json, ops.csv and report.html of a stored run from its history."""
     from pathlib import Path
 
+    from harness.core.pathcheck import DIR, check_path
     from harness.engine.analysis import analyse
     from results.store import load_run
 
     # Everything is read and checked before anything is written: a malformed run keeps
-    # the results.json and report it has.
+    # the results.json and report it has, and one that cannot be written is refused first.
     spec, _ = load_run(run_dir, need_dir=True)
+    check_path(run_dir, want=DIR, write=True, replaces=REBUILT,
+               hint="copy the run dir somewhere you can write, and report that copy")
     d = Path(run_dir)
     doc = analyse(spec, d)
     print(f"rebuilt {d / 'results.json'} and {d / 'ops.csv'}; verdict {doc['summary']['valid']}")
@@ -32,15 +38,10 @@ def check_port(port: int) -> int:
 
 
 def check_store(store: str) -> str:
-    from pathlib import Path
+    from harness.core.pathcheck import DIR, check_path
 
-    from harness.core.errors import BadArgument
-
-    p = Path(store)
-    if not p.exists():
-        raise BadArgument(f"--store {store} does not exist; give the directory runs were stored in (chaos run --store)")
-    if not p.is_dir():
-        raise BadArgument(f"--store {store} is a file, not a directory; give the directory runs were stored in")
+    check_path(store, flag="--store", want=DIR,
+               hint="give the directory runs were stored in (chaos run --store), one you can read")
     return store
 
 

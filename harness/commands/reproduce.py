@@ -385,20 +385,17 @@ ROW_FIELDS = ("scenario", "variant", "seed", "expected", "matched")
 
 def read_rows(paths: Sequence[str]) -> list[dict]:
     """Rows from rows.jsonl files (or the `--json` output) of earlier campaigns."""
+    from harness.core.pathcheck import EITHER, check_path, read_text
+
+    hint = "give a campaign's rows.jsonl or its directory"
     rows = []
     for path in paths:
-        p = Path(path)
+        p = check_path(path, flag="--summarize", want=EITHER, hint=hint)
         if p.is_dir():
             p = p / "rows.jsonl"
-        if not p.is_file():
-            raise BadArgument(f"{path}: no such file; give a campaign's rows.jsonl or its directory")
-        try:
-            text = p.read_text(encoding="utf-8")
-        except UnicodeDecodeError as e:
-            line_no = p.read_bytes()[:e.start].count(b"\n") + 1
-            raise BadArgument(f"{p}:{line_no}: not UTF-8 text; give a campaign's rows.jsonl") from None
-        except OSError as e:
-            raise BadArgument(f"{p}: cannot be read ({e.strerror}); give a campaign's rows.jsonl") from None
+            if not p.is_file() and not p.is_symlink():
+                raise BadArgument(f"--summarize {path} holds no rows.jsonl; {hint}")
+        text = read_text(p, flag="--summarize", hint=hint, what="a rows.jsonl")
         for n, line in enumerate(text.splitlines(), 1):
             if not line.startswith("{"):
                 continue  # the `--json` output mixes the per-seed text lines with the rows
@@ -428,9 +425,18 @@ def odd_matches(rows: Sequence[dict]) -> str | None:
 
 
 def rejudge(row: dict) -> dict:
-    run_dir = Path(row.get("run_dir") or "")
+    import os
+
+    from harness.core.pathcheck import DIR, check_path, too_long
+
     if row["scenario"] not in SCENARIOS or row["variant"] not in SCENARIOS[row["scenario"]].variants:
         raise BadArgument(f"row {row['scenario']}/{row['variant']} seed {row['seed']}: no such scenario variant today")
+    name = f"row {row['scenario']}/{row['variant']} seed {row['seed']}: its run dir"
+    if not isinstance(row.get("run_dir"), str) or not row["run_dir"]:
+        raise BadArgument(f"{name} is not named (run_dir {row.get('run_dir')!r}); summarize without --recheck")
+    run_dir = Path(row["run_dir"])
+    if os.path.lexists(run_dir) or too_long(run_dir):  # a path from a file: too long, a FIFO, unreadable
+        check_path(run_dir, flag=name, want=DIR, hint="summarize without --recheck")
     if not (run_dir / "results.json").is_file() or not (run_dir / "history.jsonl").is_file():
         raise BadArgument(f"row {row['scenario']}/{row['variant']} seed {row['seed']}: its run dir {run_dir} "
                           "is gone (needs results.json and history.jsonl); summarize without --recheck")

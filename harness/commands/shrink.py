@@ -55,7 +55,9 @@ def replay_cli(run_dir: str, ctx: click.Context) -> tuple[Any, Schedule]:
     from click.core import ParameterSource
 
     from harness.commands.cliargs import ssh_settings
+    from harness.core.pathcheck import DIR, check_path
 
+    check_path(run_dir, flag="--replay", want=DIR, hint="give a run directory such as store/latest")
     given = [p for p in ctx.command.params if p.name not in REPLAY_FLAGS
              and ctx.get_parameter_source(p.name) not in (ParameterSource.DEFAULT, None)]
     if given:
@@ -149,8 +151,14 @@ def shrink(run_dir, trials, rate, budget, store, client_cmd, cluster, hosts, ssh
     """Search for the smallest fault schedule of RUN_DIR that still shows its finding."""
     from harness.commands.cliargs import check_writable_dir, ssh_settings
     from harness.core import interrupts
+    from harness.core.pathcheck import DIR, check_path
     from harness.engine.shrink import Candidate, Search
 
+    # shrink.json is written into RUN_DIR at the end, and the replays into the store: both
+    # are checked before the first replay, not found unwritable after an hour of them
+    check_path(run_dir, want=DIR, write=True, replaces=(SHRINK_FILE,),
+               hint="give a run directory you can write to (shrink.json goes into it), such as store/latest")
+    check_writable_dir(store, "--store")
     if Path(run_dir).is_dir():  # store/latest moves to each replay: shrink the run it named when asked
         run_dir = str(Path(run_dir).resolve())
     known = (Path(run_dir) / "results.json").is_file()
@@ -164,7 +172,6 @@ def shrink(run_dir, trials, rate, budget, store, client_cmd, cluster, hosts, ssh
     target = findings(summary)
     if not target:
         _nothing(run_dir, summary)
-    check_writable_dir(store, "--store")
     deadline = time.monotonic() + budget * 60
     started = time.monotonic()
     print(f"chaos shrink {run_dir}: {words(schedule.faults)}; looking for {', '.join(sorted(target))}, "

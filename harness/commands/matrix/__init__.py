@@ -90,6 +90,10 @@ def matrix(backends, nemeses, fencing, seeds, time_limit, concurrency, parallel,
     check_writable_dir(store, "--store")
     if junit:
         check_writable_file(junit, "--junit")
+    if recheck:
+        from harness.core.pathcheck import DIR, check_path
+
+        check_path(recheck, flag="--recheck", want=DIR, hint="give a matrix dir written by `chaos matrix`")
     exp = Expectations.load(exp_path if exp_path is not None else default_expectations())
     human = sys.stderr if as_json else sys.stdout
     if exp.path is None:

@@ -74,11 +74,11 @@ class Expectations:
     def load(cls, path: str | os.PathLike | None) -> "Expectations":
         if path is None:
             return cls()
+        from harness.core.pathcheck import read_text
+
         p = Path(path)
-        try:
-            text = p.read_text()
-        except OSError as e:
-            raise BadArgument(f"cannot read expectations file {p}: {e.strerror}; pass an existing --expectations PATH") from None
+        text = read_text(p, flag="--expectations", hint="pass an existing --expectations PATH",
+                         what="an expectations file")
         try:
             doc = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:

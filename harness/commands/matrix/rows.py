@@ -36,10 +36,12 @@ def read_csv(path: Path) -> list[dict]:
     from harness.core.safefile import read_inside
 
     try:  # the matrix dir's own file: a link out of it, or a FIFO, is refused (harness/core/safefile.py)
-        text = read_inside(path.parent, path).decode("utf-8", errors="replace")
+        text = read_inside(path.parent, path).decode("utf-8")
         rows = list(csv.DictReader(io.StringIO(text, newline="")))
     except OSError as e:
         raise BadArgument(f"cannot read {path}: {e.strerror}; pass a matrix dir written by `chaos matrix`") from None
+    except UnicodeDecodeError as e:
+        raise BadArgument(f"{path} is not UTF-8 (byte {e.start + 1}); pass a matrix dir written by `chaos matrix`") from None
     except csv.Error as e:
         raise BadArgument(f"{path} is not a CSV file ({e}); pass a matrix dir written by `chaos matrix`") from None
     missing = {"backend", "nemesis", "fencing", "seed", "valid"} - set(rows[0] if rows else CSV_FIELDS)

@@ -155,7 +155,7 @@ def test_summarize_cli_prints_the_merged_table_and_fails_on_a_miss(tmp_path):
 
 
 @pytest.mark.parametrize("content, words", [
-    (None, "no such file"),
+    (None, "does not exist"),
     ('{"scenario": "x"\n', "not a JSON row"),
     ('{"scenario": "x"}\n', "missing variant, seed, expected, matched"),
     ("nothing here\n", "no reproduce rows"),

@@ -70,7 +70,7 @@ def test_a_replay_of_a_replay_replays_what_it_was_asked_to(tmp_path):
 
 
 @pytest.mark.parametrize("make, words", [
-    (lambda t: t / "missing", "is not a run directory"),
+    (lambda t: t / "missing", "does not exist"),
     (lambda t: run_dir(t, history=HISTORY[:2]), "applied no faults"),
     (lambda t: run_dir(t, history=[{"time_ns": 1, "process": 0}]), "history.jsonl line 1"),
 ])
@@ -94,7 +94,7 @@ def test_shrink_refuses_a_valid_run_in_one_sentence(tmp_path):
 
 def test_shrink_refuses_what_is_not_a_run(tmp_path):
     r = chaos("shrink", str(tmp_path / "missing"))
-    assert r.returncode == 254 and "is not a run directory" in r.stderr
+    assert r.returncode == 254 and "does not exist" in r.stderr
     with pytest.raises(BadArgument):
         replay_spec(str(tmp_path / "missing"))
 

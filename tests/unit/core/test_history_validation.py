@@ -200,7 +200,7 @@ def test_paths_for_load_run(tmp_path):
     with pytest.raises(BadArgument, match="does not exist"):
         load_run(tmp_path / "nope")
     d = run_dir(tmp_path, None)
-    with pytest.raises(BadArgument, match="is a file, not a run directory"):
+    with pytest.raises(BadArgument, match="is a file, not a directory; give a run directory"):
         load_run(d / "history.jsonl", need_dir=True)
     (d / "spec.json").mkdir()
     with pytest.raises(BadArgument, match="is a directory"):
