@@ -101,9 +101,15 @@ def cases_from_runs(summaries: Sequence[dict], *, of: int | None = None) -> list
         said += [f"{cause}={k}" for cause, k in (s.get("violations_by_cause") or {}).items()]
         if s.get("unknown_reason"):
             said.append(f"unknown: {s['unknown_reason']}")
+        valid = s.get("valid")
         if s.get("interrupted") is True:
-            said.append("interrupted")
-        cases.append({"name": f"run {n} of {total} (seed {s.get('seed')})", "classname": cls, "valid": s.get("valid"),
+            said.append("interrupted: the verdict covers only the part that ran")
+            if valid is True:
+                valid = "unknown"  # a run cut short never passes (what it proved wrong still fails)
+        cases.append({"name": f"run {n} of {total} (seed {s.get('seed')})", "classname": cls, "valid": valid,
                       "message": "; ".join(said or ["nothing found"]) + f"\nrun_dir={s.get('run_dir', '')}",
                       "time_s": s.get("duration_s") or 0})
+    for n in range(len(summaries) + 1, total + 1):  # the runs an interrupt left undone: never a pass
+        cases.append({"name": f"run {n} of {total}", "classname": "chaoslock.repeat", "valid": "unknown",
+                      "message": "not run: the repeat was interrupted before it", "time_s": 0})
     return cases

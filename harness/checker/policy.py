@@ -19,6 +19,7 @@ from harness.checker.leases import check_fresh_leases, check_grants, check_held,
 from harness.checker.liveness import check_liveness
 from harness.checker.linearizable import LinearizableChecker
 from harness.checker.properties import check_reentrancy
+from harness.checker.replayed import check_replayed, planned
 from harness.checker.lock import check_stats, check_writes
 from harness.core.history import Op
 
@@ -66,6 +67,8 @@ REGISTRY: tuple[Callable[[Any], Entry | None], ...] = (
     lambda spec: Entry(name="fresh-leases", check=check_fresh_leases, decides=FINDINGS),
     lambda spec: Entry(name="held", check=check_held, decides=FINDINGS),
     lambda spec: Entry(name="grants", check=check_grants, decides=False),
+    # a replay that applied none of its recorded faults proves nothing about them
+    lambda spec: Entry(name="replayed", check=check_replayed, decides=True) if planned(spec) else None,
 )
 
 

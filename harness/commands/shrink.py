@@ -23,7 +23,7 @@ from typing import Any
 import click
 
 from harness.commands.cliargs import CLUSTERS, ssh_options
-from harness.core.errors import BadArgument
+from harness.core.errors import EXIT_UNKNOWN, BadArgument
 from harness.engine.replay import Recorded, Schedule, load, words
 from harness.engine.replay_input import Here, asked_faults, check_faults, spec_for
 
@@ -203,20 +203,32 @@ def shrink(run_dir, trials, rate, budget, store, client_cmd, cluster, hosts, ssh
     try:
         search.run(start)  # each replay ends on the first Ctrl-C, healed and stopped (runner.run)
         search.confirm()  # the best's full `trials`, for its rate
+        if not search.best_outcomes:  # nothing smaller kept: replay the original too, its rate measured, not assumed
+            while len(search.best_outcomes) < trials and time.monotonic() <= deadline:
+                search.trials_run += 1
+                search.best_outcomes.append(bool(oracle(start)))
     except KeyboardInterrupt:
         interrupted = True
     best = search.best or start
     with interrupts.shielded("writing shrink.json"):
         final = _write(run_dir, store, target, search, start, best, replays, trials, rate, interrupted)
     hits = sum(search.best_outcomes)
+    reproduced = hits or any(any(t.outcomes) for t in search.tried)
     rate_said = f"reproduced in {hits} of {len(search.best_outcomes)}" if search.best_outcomes else \
-        "nothing smaller reproduced (the original schedule)"
+        "nothing smaller reproduced, and the original schedule was not replayed"
     ended = " (INTERRUPTED: the best so far)" if interrupted else " (budget spent: the best so far)" if search.stopped else ""
     print(f"smallest: {words(best.faults)}, {best.time_limit:g} s of workload; {rate_said}; "
           f"{len(search.tried)} candidates, {search.trials_run} replays, {(time.monotonic() - started) / 60:.1f} min"
           f"{ended}; replay it: chaos run --replay {final}")
     if interrupted:
         return interrupts.exit_code(next(iter(ended_by), None) or signal.SIGINT)
+    if not reproduced:
+        print(f"chaos shrink: nothing reproduced: {', '.join(sorted(target))} showed in none of the {search.trials_run} "
+              f"replay(s) of {run_dir}'s schedule or a smaller one"
+              + (" within the budget (give more --budget)" if search.stopped or len(search.best_outcomes) < trials else "")
+              + "; the finding may need a timing the replay does not give (try --trials, or chaos run --repeat)",
+              file=sys.stderr)
+        return EXIT_UNKNOWN
     return 0
 
 
@@ -225,7 +237,8 @@ def _write(run_dir, store, target, search, start, best, replays, trials, rate, i
     of the best candidate's last replay; the original itself when nothing smaller was kept)."""
     from results import store as results_store
 
-    final = replays[best.key()][-1] if replays.get(best.key()) else str(run_dir)
+    # a replay of the best that showed the finding, else (nothing did) the original itself
+    final = replays[best.key()][-1] if replays.get(best.key()) and any(search.best_outcomes) else str(run_dir)
     here = Path(run_dir).resolve()  # absolute: the reports and the index link by these, from any directory
     doc = {"of": str(here), "findings": sorted(target), "trials": trials, "rate": rate,
            "interrupted": interrupted, "budget_spent": search.stopped, "replays": search.trials_run,
@@ -279,7 +292,10 @@ def repeat(spec: Any, times: int, schedule: Schedule | None, human, junit: str |
         s = outcome.summary
         summaries.append(s)
         finding = ", ".join(sorted(findings(s))) or ("valid" if s.get("valid") is True else "unknown")
-        print(f"run {n} of {times}: {'INVALID' if s.get('valid') is False else finding.upper()}"
+        word = "INVALID" if s.get("valid") is False else finding.upper()
+        if outcome.interrupted and s.get("valid") is not False:
+            word = f"INTERRUPTED ({finding} in the part that ran)"  # never VALID for a run cut short
+        print(f"run {n} of {times}: {word}"
               f"{' (' + finding + ')' if s.get('valid') is False else ''} {outcome.run_dir}", file=human, flush=True)
         if outcome.interrupted:
             ended = outcome.signal or interrupts.ended_by()

@@ -113,7 +113,13 @@ def compare(backends, quick, store):
         write_csv(out / "compare.csv", cells)
         write_html(out / "compare.html", cells, done, meta)
         print((out / "compare.md").read_text())
-    print(f"wrote {out} in {meta['took_s']:.0f} s")
+        print(f"wrote {out} in {meta['took_s']:.0f} s")
+    elif any(runs.iterdir()):
+        print(f"wrote no pages (no design was measured to the end); the runs so far are in {runs}")
+    else:  # nothing at all: leave no empty dir behind
+        runs.rmdir()
+        out.rmdir()
+        print(f"wrote nothing (no design was measured; {out} was removed)")
     if interrupted:
         print(f"chaos compare: INTERRUPTED by {interrupts.how()}; the pages cover {', '.join(done) or 'nothing'} "
               f"of {', '.join(names)}; {interrupts.exit_line()}")

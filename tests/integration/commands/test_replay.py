@@ -92,7 +92,10 @@ def test_a_hostile_run_dir_replays_and_shrinks_as_data_never_as_a_program(tmp_pa
 
     r = chaos("shrink", str(d), "--store", str(mine), "--client", CLIENT, "--trials", "1", "--rate", "1",
               "--budget", "0.1", timeout=180)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    # a kill of n1 may or may not lose an update again: either the shrink kept a schedule, or it
+    # says that nothing reproduced (exit 2); never exit 0 without a reproduction
+    assert r.returncode in (0, 2), r.stdout[-2000:] + r.stderr[-2000:]
+    assert (r.returncode == 2) == ("nothing reproduced" in r.stderr), r.stderr[-2000:]
     doc = json.loads((d / "shrink.json").read_text())
     runs = [run for c in doc["candidates"] for run in c["runs"]]
     assert runs and all(run.startswith(str(mine)) for run in runs), runs

@@ -77,3 +77,20 @@ def test_a_worker_killed_from_outside_makes_it_unknown_never_invalid():
     s = summarize(spec, verdicts(spec, _history(2, release_first=False)), None,
                   {"started": True, "workers_died": ["c1 (signal 9)"]})
     assert s["valid"] == UNKNOWN and "c1 (signal 9) were ended by a signal from outside" in s["unknown_reason"]
+
+
+def test_a_replay_that_applied_none_of_its_faults_is_unknown_with_the_reason():
+    from harness.checker.replayed import check_replayed
+
+    spec = TestSpec(backend="redis", ttl_ms=60_000, facts={"replay": {"of": "r", "faults": [
+        {"f": "pause-holder", "at": 2.0, "duration": 4.0}]}})
+    missed = _history(2, release_first=True) + [
+        Op(index=30, time_ns=400, process="nemesis", type="invoke", f="pause-holder"),
+        Op(index=31, time_ns=401, process="nemesis", type="fail", f="pause-holder", error="no holder to pause")]
+    r = check_replayed(spec, missed)
+    assert r.valid == UNKNOWN and "applied none of its 1 recorded fault(s)" in r.error and "no holder" in r.error
+    s = summarize(spec, verdicts(spec, missed), None, {"started": True})
+    assert s["valid"] == UNKNOWN and s["checkers"]["replayed"] == UNKNOWN
+    applied = missed[:-1] + [Op(index=31, time_ns=401, process="nemesis", type="ok", f="pause-holder")]
+    assert check_replayed(spec, applied).valid is True
+    assert summarize(spec, verdicts(spec, applied), None, {"started": True})["valid"] is True

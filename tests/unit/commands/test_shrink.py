@@ -191,8 +191,11 @@ def test_repeat_with_junit_writes_one_testcase_per_run(tmp_path, monkeypatch):
     code, _ = cmd.repeat(object(), 5, None, io.StringIO(), str(junit))
     assert code == 130
     cases = ET.parse(junit).getroot().findall("testsuite/testcase")
-    assert [c.get("name") for c in cases] == ["run 1 of 5 (seed 3)", "run 2 of 5 (seed 3)"]
+    # the runs that finished, then the three the interrupt left undone: errors, never passes
+    assert [c.get("name") for c in cases] == ["run 1 of 5 (seed 3)", "run 2 of 5 (seed 3)", "run 3 of 5",
+                                              "run 4 of 5", "run 5 of 5"]
     assert "interrupted" in cases[1].find("error").text
+    assert all("not run" in c.find("error").text for c in cases[2:])
 
 
 def hostile_run_dir(tmp_path, target="store"):
@@ -258,3 +261,30 @@ def test_shrink_reads_no_results_json_through_a_link_out_of_the_run_dir(tmp_path
     (d / "results.json").symlink_to(tmp_path / "elsewhere.json")
     r = chaos("shrink", str(d), "--store", str(tmp_path / "mine"))
     assert r.returncode == 254 and "outside" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_a_shrink_whose_finding_never_reproduces_says_so_and_exits_2(tmp_path, monkeypatch, capsys):
+    """Replays simulated, none showing the finding: the original schedule is replayed too (its
+    rate measured, never assumed), and the command ends "nothing reproduced", exit 2, not 0."""
+    from harness.commands import shrink as cmd
+    from harness.engine import runner
+
+    d = run_dir(tmp_path, summary={"valid": False, "violations": 1, "violations_by_cause": {"overran-paused": 1}})
+    calls = []
+
+    class Outcome:
+        def __init__(self, n):
+            self.summary = {"valid": True, "violations": 0}
+            self.run_dir, self.interrupted, self.signal = tmp_path / f"replay{n}", False, None
+            self.run_dir.mkdir()
+
+    monkeypatch.setattr(runner, "run", lambda spec, progress, replay: calls.append(replay) or Outcome(len(calls)))
+    rv = cmd.shrink.main([str(d), "--trials", "2", "--rate", "1", "--store", str(tmp_path / "s")],
+                         standalone_mode=False)
+    assert rv == 2
+    assert calls[-2].faults == calls[-1].faults and [f.at for f in calls[-1].faults] == [2.0], \
+        "the original schedule is replayed its full trials"
+    err = capsys.readouterr().err
+    assert "chaos shrink: nothing reproduced: " in err and "overran-paused showed in none of the" in err
+    doc = json.loads((d / "shrink.json").read_text())
+    assert doc["best_run"] == str(d.resolve()) and doc["best_outcomes"] == [False, False]
