@@ -55,7 +55,7 @@ from harness.core.faults import FaultKind
 from harness.core.history import NEMESIS, Holders, Op, now_ns
 from harness.core.options import Option, values
 from nemesis.partition import _Net
-from nemesis.process import PauseHolder, RenewCount, after_renews_option, renew_trigger
+from nemesis.process import PauseHolder, RenewCount, after_renews_option, renew_trigger, renews_refusal
 
 KILLED = "killed: the process was SIGKILLed holding the lock (recorded for it by kill-holder); the lock ends when its lease does"
 KILLED_ACQUIRING = ("killed: the process was SIGKILLed with its acquire in flight (recorded for it by kill-holder "
@@ -127,12 +127,25 @@ class PauseWaiter(_Aimed):
     FAULTS = (FaultKind(f="pause-waiter", heal="resume-waiter", targets="worker"),)  # explains nothing
     OPTIONS = PauseHolder.OPTIONS  # pause_multiple, shared with pause-holder
 
+    @classmethod
+    def refusal(cls, spec: Any) -> str | None:
+        if spec.concurrency < 2:
+            return f"{cls.name} needs a waiter and a holder: use --concurrency 2 or more (this run has {spec.concurrency})"
+        counts = values(spec.options, cls.OPTIONS)["after_renews"]
+        if counts is not None and not {"pause-holder", "kill-holder"} & set(spec.nemesis):
+            return f"{cls.name} aims at waiters, which have renewed nothing: drop -o after_renews={counts}"
+        return None
+
+    @classmethod
+    def span_s(cls, spec: Any) -> float:
+        """At least pause_multiple x TTL (a session longer than the TTL makes it longer)."""
+        return values(spec.options, cls.OPTIONS)["pause_multiple"] * spec.ttl_ms / 1000
+
     def setup(self, ctx: NemesisContext) -> None:
         self.workers = _workers(ctx, WatchesClients, self.name)
         spec = ctx.spec
-        if spec.concurrency < 2:
-            raise BadArgument(f"{self.name} needs a waiter and a holder: use --concurrency 2 or more "
-                              f"(this run has {spec.concurrency})")
+        if why := self.refusal(spec):  # TestSpec.validate refused it already; a spec built by hand too
+            raise BadArgument(why)
         facts = spec.facts if isinstance(getattr(spec, "facts", None), dict) else {}
         base_ms = max(spec.ttl_ms, facts.get("session_timeout_ms") or 0)  # a session outlives a short TTL
         self._setup(ctx, values(spec.options, self.OPTIONS)["pause_multiple"] * base_ms / 1000)
@@ -275,20 +288,33 @@ class KillHolder(_Aimed):
                       help="kill a holder in its critical section, or a waiter between its acquire request and "
                            "the reply (while another process holds)"))
 
+    @classmethod
+    def refusal(cls, spec: Any) -> str | None:
+        v = values(spec.options, cls.OPTIONS)
+        if v["during"] == "acquire":
+            if v["after_renews"] is not None:
+                return f"{cls.name} -o during=acquire kills a waiter, which has renewed nothing: drop -o after_renews"
+            if spec.concurrency < 2:
+                return (f"{cls.name} -o during=acquire needs a waiter and a holder: use --concurrency 2 or more "
+                        f"(this run has {spec.concurrency})")
+            return None
+        return renews_refusal(cls.name, spec, v["after_renews"])
+
+    @classmethod
+    def span_s(cls, spec: Any) -> float:
+        """A killed worker stays down respawn_after x TTL."""
+        return values(spec.options, cls.OPTIONS)["respawn_after"] * spec.ttl_ms / 1000
+
     def setup(self, ctx: NemesisContext) -> None:
         self.workers = _workers(ctx, KillsClients, self.name)
         spec = ctx.spec
+        if why := self.refusal(spec):  # TestSpec.validate refused it already; a spec built by hand too
+            raise BadArgument(why)
         v = values(spec.options, self.OPTIONS)
-        self._setup(ctx, v["respawn_after"] * spec.ttl_ms / 1000)
-        self.trigger, self.after_renews = renew_trigger(self.name, spec, v["after_renews"])
+        self._setup(ctx, self.span_s(spec))
         self.during = v["during"]
+        self.trigger, self.after_renews = renew_trigger(self.name, spec, v["after_renews"])
         if self.during == "acquire":
-            if v["after_renews"] is not None:
-                raise BadArgument(f"{self.name} -o during=acquire kills a waiter, which has renewed nothing: "
-                                  f"drop -o after_renews")
-            if spec.concurrency < 2:
-                raise BadArgument(f"{self.name} -o during=acquire needs a waiter and a holder: use --concurrency 2 "
-                                  f"or more (this run has {spec.concurrency})")
             self.workers = _workers(ctx, ParksClients, self.name)
         self.renews = RenewCount()
         self.armed: int | None = None  # during=acquire: the worker armed to stop at its next acquire
@@ -444,15 +470,26 @@ class CutInFlight(_Aimed, _Net):
                Option(name="cut_ms", type=float, default=2000.0, min=1, max=600_000,
                       help="how long the holder's links stay cut"))
 
+    @classmethod
+    def refusal(cls, spec: Any) -> str | None:
+        if values(spec.options, cls.OPTIONS)["during"] == "renew" and not getattr(spec, "renew", False):
+            return f"{cls.name} -o during=renew needs holders that renew: add --renew"
+        return None
+
+    @classmethod
+    def span_s(cls, spec: Any) -> float:
+        """A cut lasts cut_ms."""
+        return values(spec.options, cls.OPTIONS)["cut_ms"] / 1000
+
     def setup(self, ctx: NemesisContext) -> None:
+        if why := self.refusal(ctx.spec):  # TestSpec.validate refused it already; a spec built by hand too
+            raise BadArgument(why)
         self._setup_net(ctx)
         self.workers = _workers(ctx, ParksClients, self.name)
         spec = ctx.spec
         v = values(spec.options, self.OPTIONS)
         self.during = v["during"]
-        if self.during == "renew" and not getattr(spec, "renew", False):
-            raise BadArgument(f"{self.name} -o during=renew needs holders that renew: add --renew")
-        self._setup(ctx, v["cut_ms"] / 1000)
+        self._setup(ctx, self.span_s(spec))
         self.names = ctx.lock_node_names()
         self.armed: int | None = None  # the worker armed to stop before its next `during`
         self.cut: int | None = None  # the worker whose links are cut now

@@ -259,7 +259,7 @@ ROWS: list[Row] = [
     run("junit-in-proc", "--junit", "/proc/x.xml", words="--junit"),
     # ------------------------------------------------------------ chaos cluster down
     *(row(f"down-{k}", "cluster", "down", "--", v, words="run id", guard="hostile-id") for k, v in HOSTILE_IDS.items()),
-    row("down-unknown-id", "cluster", "down", "abcdef", code=0),
+    row("down-unknown-id", "cluster", "down", "abcdef", words="nothing was removed"),
     # ------------------------------------------------------------ chaos check: histories (item 1)
     check("not-utf8", AFTER), check("not-utf8-first", "line 1"), check("latin1-key", "line 2"),
     check("array-line", "line 2"), check("string-line", "line 2"), check("number-line", "line 1"),

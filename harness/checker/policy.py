@@ -102,6 +102,20 @@ def unknown_reason(summary: dict, outcome: dict) -> str | None:
     return None
 
 
+def undecided(results: dict[str, CheckResult], judge: set[str], findings: set[str]) -> str:
+    """Why the checkers' verdict is unknown: each deciding checker that said neither true nor
+    false, with its own reason (its error, or the reason in its details)."""
+    said = []
+    for name, r in results.items():
+        if name not in judge or name in findings or r.valid is True or r.valid is False:
+            continue
+        why = r.error or (r.details or {}).get("reason")
+        if r.valid != UNKNOWN:
+            why = f"its verdict {r.valid!r} is not one" + (f"; {why}" if why else "")
+        said.append(f"checker {name} could not decide ({why or 'it gave no reason'})")
+    return "; ".join(said) or "the checkers could not decide"
+
+
 def summarize(spec: Any, results: dict[str, CheckResult], run_dir: Path | None,
               outcome: dict | None = None) -> dict:
     judge = judged(spec)
@@ -118,6 +132,8 @@ def summarize(spec: Any, results: dict[str, CheckResult], run_dir: Path | None,
     if reason and valid is not False:
         s["valid"] = UNKNOWN
         s["unknown_reason"] = reason
+    elif s["valid"] == UNKNOWN:  # a checker that decides could not: say which, and why
+        s["unknown_reason"] = undecided(results, judge, findings)
     if outcome.get("interrupted"):
         s["interrupted"] = True
         if outcome.get("signal"):

@@ -140,7 +140,11 @@ def test_both_refuse_workers_they_cannot_watch():
 
 
 def test_pause_waiter_refuses_a_single_worker():
-    s = TestSpec(backend="redis", nemesis=("pause-waiter",), concurrency=1).validate()
+    # decided by the spec alone: refused by TestSpec.validate, before any server starts
+    for name in ("pause-waiter", "partition-waiter"):
+        with pytest.raises(BadArgument, match="--concurrency 2"):
+            TestSpec(backend="redis", nemesis=(name,), concurrency=1).validate()
+    s = TestSpec(backend="redis", nemesis=("pause-waiter",), concurrency=1)  # a spec built by hand: setup still refuses
     with pytest.raises(BadArgument, match="--concurrency 2"):
         PauseWaiter().setup(NemesisContext(spec=s, cluster=None, workers=Workers()))
 
