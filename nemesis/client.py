@@ -54,7 +54,7 @@ from harness.core.errors import BadArgument
 from harness.core.faults import FaultKind
 from harness.core.history import NEMESIS, Holders, Op, now_ns
 from harness.core.options import Option, values
-from nemesis.partition import _Net
+from nemesis.partition import _Net, netns_refusal
 from nemesis.process import PauseHolder, RenewCount, after_renews_option, renew_trigger, renews_refusal
 
 KILLED = "killed: the process was SIGKILLed holding the lock (recorded for it by kill-holder); the lock ends when its lease does"
@@ -224,6 +224,10 @@ class PartitionWaiter(PauseWaiter, _Net):
     # a cut waiter explains nothing about the holder: the holder's links are untouched
     FAULTS = (FaultKind(f="partition-waiter", heal="heal-waiter", targets="client"),)
     OPTIONS = PauseHolder.OPTIONS  # pause_multiple: the cut lasts as long as pause-waiter's stop
+
+    @classmethod
+    def refusal(cls, spec: Any) -> str | None:
+        return netns_refusal(cls.name, spec) or super().refusal(spec)
 
     def setup(self, ctx: NemesisContext) -> None:
         self._setup_net(ctx)
@@ -472,6 +476,8 @@ class CutInFlight(_Aimed, _Net):
 
     @classmethod
     def refusal(cls, spec: Any) -> str | None:
+        if why := netns_refusal(cls.name, spec):
+            return why
         if values(spec.options, cls.OPTIONS)["during"] == "renew" and not getattr(spec, "renew", False):
             return f"{cls.name} -o during=renew needs holders that renew: add --renew"
         return None

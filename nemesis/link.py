@@ -47,7 +47,11 @@ class SlowLink:
     def refusal(cls, spec: Any) -> str | None:
         from harness.core import plugins
 
+        from nemesis.partition import netns_refusal
+
         v = values(spec.options, cls.OPTIONS)
+        if why := netns_refusal(cls.name, spec):
+            return why
         if not (v["delay_ms"] or v["jitter_ms"] or v["loss"] or v["rate_kbit"]):
             return "slow-link with delay_ms=0, jitter_ms=0, loss=0 and rate_kbit=0 changes nothing; ask for one, e.g. -o delay_ms=150"
         kind, n = plugins.servers_of(spec.backend, spec.options)

@@ -52,6 +52,13 @@ def _jsonable(grudge) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in sorted(grudge.items()) if v}
 
 
+def netns_refusal(name: str, spec: Any) -> str | None:
+    """--no-netns: every server and client on loopback, so no link can be cut or shaped."""
+    if getattr(spec, "netns", None) is False:
+        return f"{name} needs network namespaces, and --no-netns runs everything on loopback; drop --no-netns"
+    return None
+
+
 class _Net:
     def _setup_net(self, ctx: NemesisContext) -> None:
         if not isinstance(ctx.cluster, NetworkControl):
@@ -93,6 +100,8 @@ class Partition(_Net):
     def refusal(cls, spec: Any) -> str | None:
         kind, n = lock_servers(spec)
         shape = values(spec.options, cls.OPTIONS)["partition_shape"]
+        if why := netns_refusal(cls.name, spec):
+            return why
         if n < 2:
             return (f"partition cuts the lock servers from each other, and backend {spec.backend} runs one "
                     f"({kind}:1); use partition-client to cut a client from it")
@@ -144,6 +153,8 @@ class PartitionClient(_Net):
     def refusal(cls, spec: Any) -> str | None:
         kind, n = lock_servers(spec)
         k = values(spec.options, cls.OPTIONS)["cut_servers"]
+        if why := netns_refusal(cls.name, spec):
+            return why
         if k is not None and k > n:
             return f"-o cut_servers={k} is more than the {n} lock server(s) of {spec.backend} ({kind}); give 1 to {n}"
         return None
