@@ -47,8 +47,6 @@ import shlex
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from harness.core.contracts.cluster import Node

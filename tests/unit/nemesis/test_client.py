@@ -17,7 +17,8 @@ from harness.core.spec import TestSpec
 from harness.engine.generator import Context
 from harness.engine.pool import group_members
 from harness.engine.worker import Recorder
-from nemesis.client import KILLED, KILLED_ACQUIRING, CutInFlight, KillHolder, PartitionWaiter, PauseWaiter
+from nemesis.client import KILLED, KILLED_ACQUIRING, KillHolder, PartitionWaiter, PauseWaiter
+from nemesis.inflight import CutInFlight
 from tests.unit.checker.test_causes import H
 from tests.unit.nemesis.test_partition import SERVERS, Net
 
