@@ -395,7 +395,8 @@ ROWS: list[Row] = [
         ("junit-dir-missing", ("--junit", "{tmp}/no/such/dir/m.xml"), "--junit"),
         ("store-is-file", ("--store", "{file}"), "--store"),
         ("expectations-missing", ("--expectations", "{tmp}/nope.toml"), "nope.toml"),
-        ("recheck-missing", ("--recheck", "{tmp}/nope"), "nope")]),
+        ("recheck-missing", ("--recheck", "{tmp}/nope"), "nope"),
+        ("no-fault-fits", ("--nemeses", "none,pause-holder", "--time-limit", "6"), "too short for --nemeses pause-holder")]),
     # ------------------------------------------------------------ chaos reproduce
     *(row(f"reproduce-{k}", "reproduce", "gc-pause", "--time-limit", "5", "--store", "{store}", *a, words=w) for k, a, w in [
         ("seeds-zero", ("--seeds", "0"), "--seeds"), ("seeds-abc", ("--seeds", "abc"), "--seeds"),
@@ -406,6 +407,10 @@ ROWS: list[Row] = [
         ("first-seed-huge", ("--first-seed", "9" * 20), "--first-seed"),
         ("store-is-file", ("--store", "{file}"), "--store")]),
     row("reproduce-unknown-scenario", "reproduce", "gc-paus", "--store", "{store}", words="gc-paus"),
+    row("reproduce-no-pause-fits", "reproduce", "gc-pause", "--time-limit", "8", "--store", "{store}",
+        words="no fault fits"),
+    row("reproduce-all-no-fault-fits", "reproduce", "--all", "--time-limit", "10", "--store", "{store}",
+        words="scenario etcd-lock-pause"),
     row("reproduce-summarize-missing", "reproduce", "--summarize", "{tmp}/nope", words="nope"),
     row("reproduce-summarize-not-utf8", "reproduce", "--summarize", H % "not-utf8", words="UTF-8"),
 ]

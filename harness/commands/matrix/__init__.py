@@ -109,6 +109,13 @@ def matrix(backends, nemeses, fencing, seeds, time_limit, concurrency, parallel,
 
     bs = _names(backends, "backends") if backends else [b for b in plugins.backend_names() if b != "external"]
     ns = _names(nemeses, "nemeses")
+    from harness.core.refusals import fit
+    from harness.core.spec import TestSpec
+
+    for n in ns:  # each cell runs `chaos run` with this time limit and its default recovery: refused now, not per cell
+        if why := fit(TestSpec(backend=bs[0], nemesis=tuple(n.split("+")), time_limit=time_limit,
+                               recovery=min(3.0, time_limit / 4), concurrency=concurrency)):
+            raise BadArgument(f"--time-limit {time_limit:g} is too short for --nemeses {n}: {why.split('; lengthen')[0]}")
     fences = {"on": [True], "off": [False], "both": [False, True]}[fencing]
     jobs, skipped = [], []
     for b in bs:
