@@ -166,6 +166,8 @@ FIXTURES: dict[str, dict] = {
     "spec-is-dir": {"history.jsonl": GOOD, "spec.json": DIR},
     "spec-is-fifo": {"history.jsonl": GOOD, "spec.json": FIFO},
     "spec-empty": spec(""),
+    # a matrix dir whose matrix.csv has its header and no cell (a matrix stopped before any run ended)
+    "matrix-no-cells": {"matrix.csv": "backend,nemesis,fencing,seed,valid,violations\n"},
 }
 
 H = "{hist:%s}"
@@ -396,6 +398,7 @@ ROWS: list[Row] = [
         ("store-is-file", ("--store", "{file}"), "--store"),
         ("expectations-missing", ("--expectations", "{tmp}/nope.toml"), "nope.toml"),
         ("recheck-missing", ("--recheck", "{tmp}/nope"), "nope"),
+        ("recheck-no-cells", ("--recheck", R % "matrix-no-cells"), "nothing to re-judge"),
         ("no-fault-fits", ("--nemeses", "none,pause-holder", "--time-limit", "6"), "too short for --nemeses pause-holder")]),
     # ------------------------------------------------------------ chaos reproduce
     *(row(f"reproduce-{k}", "reproduce", "gc-pause", "--time-limit", "5", "--store", "{store}", *a, words=w) for k, a, w in [

@@ -96,6 +96,9 @@ def matrix(backends, nemeses, fencing, seeds, time_limit, concurrency, parallel,
         print("note: no expectations.toml found; every cell is expected \"either\"", file=human)
     if recheck:
         rows = read_csv(Path(recheck) / "matrix.csv")
+        if not rows:  # nothing to re-judge is not a pass
+            raise BadArgument(f"{Path(recheck) / 'matrix.csv'} holds no cells, so there is nothing to re-judge; "
+                              f"give the dir of a matrix that finished at least one run")
         if note := unrecognised(rows):
             print(note, file=human)
         try:
