@@ -285,8 +285,9 @@ _UNSTARTED_FILES = ("spec.json", "history.jsonl", "outcome.json", "results.json"
 
 
 def _discard_unstarted(run_dir: Path, made_test_dir: bool, cluster: Cluster | None, error: BaseException) -> None:
-    """A run whose cluster never came up leaves no run dir (`latest` was never moved to it):
-    remove what this run wrote there (spec.json, history.jsonl, nodes/), and the test's dir
+    """A run whose cluster never came up, or that was refused while starting (a BadArgument
+    before its workers went), leaves no run dir (`latest` was never moved to it): remove what
+    this run wrote there (spec.json, history.jsonl, nodes/), and the test's dir
     if this run made it. First the error takes over what the dir held for the user: a message
     that points into the run dir gets the last lines of the server logs it points at."""
     message = str(error)
