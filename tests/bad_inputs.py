@@ -7,7 +7,7 @@ case, add a row; a new malformed run or history is a new FIXTURES entry.
 
 Placeholders in argv, filled in per row by the test:
   {store}      a fresh, empty store dir (the row must leave it empty); with `earlier=NAME` it
-               holds an earlier run of test NAME and its `latest` link, which must not move
+               holds an earlier run of test NAME and `latest` naming it, which must not move
   {tmp}        a fresh scratch dir;  {file} a plain file in it;  {busy_port} a port held open
   {run:NAME}   a run dir holding FIXTURES[NAME];  {hist:NAME} its history.jsonl
 
@@ -280,7 +280,7 @@ ROWS: list[Row] = [
     run("hold-max-longer-than-run", "--ttl", "60000", "--hold-max", "30000", "--time-limit", "10", words="--hold-max"),
     run("margin-eats-the-lease", "--hold-until-expiry", "-o", "margin_ms=2000", words="margin_ms"),
     # ------------------------------------------------------------ chaos run: refused before any server starts (item 3)
-    # the spec alone decides; rows with `earlier` keep an earlier run and `latest` in {store}, which must not move
+    # the spec alone decides; rows with `earlier` keep an earlier run in {store}, named by its `latest`, which must not move
     run("pause-waiter-one-client", "-n", "pause-waiter", words="--concurrency 2", earlier="redis-pause-waiter"),
     run("partition-waiter-one-client", "-n", "partition-waiter", words="--concurrency 2"),
     run("kill-waiter-one-client", "-n", "kill-holder", "-o", "during=acquire", words="--concurrency 2"),

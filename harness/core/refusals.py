@@ -2,7 +2,7 @@
 that have no effect.
 
 A run that cannot do what was asked must say so before it makes a run dir or moves
-`store/<test>/latest`, in one sentence naming the setting and the fix (exit 254):
+`store/latest`, in one sentence naming the setting and the fix (exit 254):
 
 - `refuse(spec)` (TestSpec.validate, on the typed spec): each nemesis's own refusal
   (JudgesSpec: a waiter fault with one client, a fault that needs `--renew`, a partition of

@@ -1,6 +1,6 @@
 """A refusal that only the running cluster or the client process can make (an external client
 whose init refuses the lock kind, or that cannot start) comes after the servers are up; it is
-still one sentence, exit 254, and the run leaves no run dir and does not move `latest`
+still one sentence, exit 254, and the run leaves no run dir and does not move `store/latest`
 (harness/engine/runner.py). Refusals the spec alone decides never start a server: the
 bad-input table (tests/bad_inputs.py) holds those."""
 
@@ -28,9 +28,9 @@ for line in sys.stdin:
 def test_a_client_refusal_after_start_leaves_no_run_dir_and_keeps_latest(tmp_path, case):
     store = tmp_path / "store"
     test_dir = store / "external-none-rw"
-    earlier = test_dir / "20200101T000000"  # an earlier run of the same test, which `latest` names
+    earlier = test_dir / "20200101T000000"  # an earlier run of the same test, which store/latest names
     earlier.mkdir(parents=True)
-    (test_dir / "latest").symlink_to(earlier.name)
+    (store / "latest").symlink_to("external-none-rw/20200101T000000")
     script = tmp_path / "mutex_only.py"
     script.write_text(MUTEX_ONLY)
     command = f"{sys.executable} {script}" if case == "init-refuses-the-kind" else str(tmp_path / "no-such-client")
@@ -40,5 +40,6 @@ def test_a_client_refusal_after_start_leaves_no_run_dir_and_keeps_latest(tmp_pat
     assert r.returncode == 254 and len(err) == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
     assert ("answered unsupported to init with lock rw (only a mutex here)" if case == "init-refuses-the-kind"
             else "cannot start the client") in err[0], err
-    assert sorted(p.name for p in test_dir.iterdir()) == ["20200101T000000", "latest"]
-    assert (test_dir / "latest").readlink().name == earlier.name
+    assert sorted(p.name for p in test_dir.iterdir()) == ["20200101T000000"]  # no run dir of this run
+    assert sorted(p.name for p in store.iterdir()) == ["external-none-rw", "latest"]  # nor an index of it
+    assert str((store / "latest").readlink()) == "external-none-rw/20200101T000000"  # latest did not move

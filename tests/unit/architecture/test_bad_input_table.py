@@ -265,9 +265,9 @@ def hostile_id_guard(argv: list[str], monkeypatch) -> str | None:
 @pytest.mark.parametrize("r", ROWS, ids=[r.id for r in ROWS])
 def test_bad_input(r: Row, tmp_path, busy_port, tripwire_path, monkeypatch):
     (tmp_path / "store").mkdir()
-    if r.earlier:  # an earlier run of the same test, which `latest` names: a refusal must not move it
+    if r.earlier:  # an earlier run of the same test, which store/latest names: a refusal must not move it
         (tmp_path / "store" / r.earlier / "20200101T000000").mkdir(parents=True)
-        (tmp_path / "store" / r.earlier / "latest").symlink_to("20200101T000000")
+        (tmp_path / "store" / "latest").symlink_to(f"{r.earlier}/20200101T000000")
     (tmp_path / "file").write_text("not a directory\n")
     (tmp_path / "tmpdir").mkdir()
     argv = expand(r, tmp_path, busy_port)
