@@ -83,6 +83,8 @@ def notes(spec: Any) -> list[str]:
         how = "--renew (holders work 1-2 TTLs)" if spec.renew else \
             "--hold-until-expiry (holders hold until -o margin_ms before their validity ends)"
         out.append(f"--hold-max has no effect with {how}")
+    if cluster_option(spec.options, "own_key") and spec.keys == 1:
+        out.append("-o own_key has no effect with one lock key: every client takes it; give --keys K")
     for flag, option, what in RENEWERS:
         every = spec.options.get(option)
         if spec.options.get(flag, flag == "keepalive") is True and isinstance(every, (int, float)) \

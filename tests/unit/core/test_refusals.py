@@ -104,6 +104,7 @@ def test_the_runner_asks_fit_only_of_a_run_that_plans_its_own_faults():
     ({"hold_until_expiry": True, "hold_max_ms": 500}, "--hold-max has no effect with --hold-until-expiry"),
     ({"options": {"watchdog": "true", "watchdog_interval_ms": "2000"}}, "the watchdog renews only after the lease"),
     ({"backend": "etcd", "options": {"keepalive_interval_ms": "2500"}}, "the keepalive renews only after the lease"),
+    ({"options": {"own_key": "yes"}}, "-o own_key has no effect with one lock key"),
 ])
 def test_a_flag_without_effect_is_said_in_one_line(kw, line):
     notes = spec(**kw).notes()
@@ -113,3 +114,4 @@ def test_a_flag_without_effect_is_said_in_one_line(kw, line):
 def test_a_plain_run_has_no_notes():
     assert spec().notes() == [] and spec(backend="redis", fencing=True, nemesis=("pause-holder",)).notes() == []
     assert spec(options={"watchdog": "false", "watchdog_interval_ms": "2000"}).notes() == []
+    assert spec(keys=4, options={"own_key": "yes"}).notes() == []
