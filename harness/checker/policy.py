@@ -98,7 +98,9 @@ def unknown_reason(summary: dict, outcome: dict) -> str | None:
     if outcome.get("started") is False:
         return "the cluster never came up"
     if not summary.get("critical_sections"):
-        return "no critical section completed, so there is nothing to judge"
+        counts = [summary.get(k) or 0 for k in ("acquires_ok", "acquires_fail", "acquires_info")]
+        how = f" (acquires ok/fail/info {'/'.join(map(str, counts))})" if any(counts) else " (no acquire was made)"
+        return f"no critical section completed{how}, so there is nothing to judge"
     return None
 
 

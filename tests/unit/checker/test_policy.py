@@ -48,3 +48,10 @@ def test_check_model_says_why_it_is_unknown_in_json_and_in_words():
     assert r.returncode == 2 and out["valid"] == UNKNOWN and "time limit of 1e-09s reached" in out["unknown_reason"]
     r = chaos("check", str(GOLDEN / "sequential-ok.jsonl"), "--model", "mutex", "--time-limit", "1e-9")
     assert r.returncode == 2 and r.stdout.startswith("mutex: unknown (checker mutex could not decide (time limit")
+
+
+def test_a_run_without_a_critical_section_says_what_its_acquires_did():
+    s = summarize(TestSpec(backend="redis"), {"mutex": CheckResult(name="mutex", valid=True, summary={
+        "critical_sections": 0, "acquires_ok": 0, "acquires_fail": 0, "acquires_info": 12})}, None, {})
+    assert s["unknown_reason"] == ("no critical section completed (acquires ok/fail/info 0/0/12), so there is "
+                                   "nothing to judge")
