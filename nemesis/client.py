@@ -23,13 +23,7 @@ acquire, the waiter stops at its next acquire invoke, is let go HEAD_START_S so 
 leaves, then stopped, looked at (acquire still unanswered) and killed; its acquire is closed
 with an `info` at its death (the servers may have granted it, or queued it).
 
-`cut-in-flight`: cut a holder's client namespace from every lock server at the moment it
-invokes `release` (`-o during=renew`: a renew, with --renew), before the request is sent: the
-worker is armed to stop right after recording the invoke (harness/engine/pool.py `arm`), the
-cut is made and probed while it waits, then it goes on into the cut. Healed after `-o cut_ms`.
-The op's outcome is whatever the client reports (a timeout: `info`); TCP may still deliver
-the request after the heal, so the history shows what the servers did. A cut holder may
-overrun its lease (its renew is cut) and its release may land late: it explains both.
+`cut-in-flight` (nemesis/inflight.py) aims the same way, at a holder's release or renew.
 
 pause-waiter and kill-holder stop the worker first and look at it stopped before they act, so what they record is
 what happened: a waiter is paused only if its acquire is still in flight (else the op
@@ -54,8 +48,8 @@ from harness.core.errors import BadArgument
 from harness.core.faults import FaultKind
 from harness.core.history import NEMESIS, Holders, Op, now_ns
 from harness.core.options import Option, values
-from nemesis.partition import _Net
-from nemesis.process import PauseHolder, RenewCount, after_renews_option, renew_trigger
+from nemesis.partition import _Net, netns_refusal
+from nemesis.process import PauseHolder, RenewCount, after_renews_option, renew_trigger, renews_refusal
 
 KILLED = "killed: the process was SIGKILLed holding the lock (recorded for it by kill-holder); the lock ends when its lease does"
 KILLED_ACQUIRING = ("killed: the process was SIGKILLed with its acquire in flight (recorded for it by kill-holder "
@@ -127,12 +121,25 @@ class PauseWaiter(_Aimed):
     FAULTS = (FaultKind(f="pause-waiter", heal="resume-waiter", targets="worker"),)  # explains nothing
     OPTIONS = PauseHolder.OPTIONS  # pause_multiple, shared with pause-holder
 
+    @classmethod
+    def refusal(cls, spec: Any) -> str | None:
+        if spec.concurrency < 2:
+            return f"{cls.name} needs a waiter and a holder: use --concurrency 2 or more (this run has {spec.concurrency})"
+        counts = values(spec.options, cls.OPTIONS)["after_renews"]
+        if counts is not None and not {"pause-holder", "kill-holder"} & set(spec.nemesis):
+            return f"{cls.name} aims at waiters, which have renewed nothing: drop -o after_renews={counts}"
+        return None
+
+    @classmethod
+    def span_s(cls, spec: Any) -> float:
+        """At least pause_multiple x TTL (a session longer than the TTL makes it longer)."""
+        return values(spec.options, cls.OPTIONS)["pause_multiple"] * spec.ttl_ms / 1000
+
     def setup(self, ctx: NemesisContext) -> None:
         self.workers = _workers(ctx, WatchesClients, self.name)
         spec = ctx.spec
-        if spec.concurrency < 2:
-            raise BadArgument(f"{self.name} needs a waiter and a holder: use --concurrency 2 or more "
-                              f"(this run has {spec.concurrency})")
+        if why := self.refusal(spec):  # TestSpec.validate refused it already; a spec built by hand too
+            raise BadArgument(why)
         facts = spec.facts if isinstance(getattr(spec, "facts", None), dict) else {}
         base_ms = max(spec.ttl_ms, facts.get("session_timeout_ms") or 0)  # a session outlives a short TTL
         self._setup(ctx, values(spec.options, self.OPTIONS)["pause_multiple"] * base_ms / 1000)
@@ -212,6 +219,10 @@ class PartitionWaiter(PauseWaiter, _Net):
     FAULTS = (FaultKind(f="partition-waiter", heal="heal-waiter", targets="client"),)
     OPTIONS = PauseHolder.OPTIONS  # pause_multiple: the cut lasts as long as pause-waiter's stop
 
+    @classmethod
+    def refusal(cls, spec: Any) -> str | None:
+        return netns_refusal(cls.name, spec) or super().refusal(spec)
+
     def setup(self, ctx: NemesisContext) -> None:
         self._setup_net(ctx)
         super().setup(ctx)
@@ -275,20 +286,33 @@ class KillHolder(_Aimed):
                       help="kill a holder in its critical section, or a waiter between its acquire request and "
                            "the reply (while another process holds)"))
 
+    @classmethod
+    def refusal(cls, spec: Any) -> str | None:
+        v = values(spec.options, cls.OPTIONS)
+        if v["during"] == "acquire":
+            if v["after_renews"] is not None:
+                return f"{cls.name} -o during=acquire kills a waiter, which has renewed nothing: drop -o after_renews"
+            if spec.concurrency < 2:
+                return (f"{cls.name} -o during=acquire needs a waiter and a holder: use --concurrency 2 or more "
+                        f"(this run has {spec.concurrency})")
+            return None
+        return renews_refusal(cls.name, spec, v["after_renews"])
+
+    @classmethod
+    def span_s(cls, spec: Any) -> float:
+        """A killed worker stays down respawn_after x TTL."""
+        return values(spec.options, cls.OPTIONS)["respawn_after"] * spec.ttl_ms / 1000
+
     def setup(self, ctx: NemesisContext) -> None:
         self.workers = _workers(ctx, KillsClients, self.name)
         spec = ctx.spec
+        if why := self.refusal(spec):  # TestSpec.validate refused it already; a spec built by hand too
+            raise BadArgument(why)
         v = values(spec.options, self.OPTIONS)
-        self._setup(ctx, v["respawn_after"] * spec.ttl_ms / 1000)
-        self.trigger, self.after_renews = renew_trigger(self.name, spec, v["after_renews"])
+        self._setup(ctx, self.span_s(spec))
         self.during = v["during"]
+        self.trigger, self.after_renews = renew_trigger(self.name, spec, v["after_renews"])
         if self.during == "acquire":
-            if v["after_renews"] is not None:
-                raise BadArgument(f"{self.name} -o during=acquire kills a waiter, which has renewed nothing: "
-                                  f"drop -o after_renews")
-            if spec.concurrency < 2:
-                raise BadArgument(f"{self.name} -o during=acquire needs a waiter and a holder: use --concurrency 2 "
-                                  f"or more (this run has {spec.concurrency})")
             self.workers = _workers(ctx, ParksClients, self.name)
         self.renews = RenewCount()
         self.armed: int | None = None  # during=acquire: the worker armed to stop at its next acquire
@@ -429,91 +453,3 @@ class KillHolder(_Aimed):
         for i in sorted(getattr(self, "stopped", ())):  # stopped, never killed (an error between)
             self.workers.resume(i)
         self.stopped = set()
-
-
-class CutInFlight(_Aimed, _Net):
-    """Cuts a holder's links to every lock server as its release (or renew) is invoked,
-    before the request leaves; heals after cut_ms."""
-
-    name = "cut-in-flight"
-    fs = frozenset({"cut-in-flight", "heal-in-flight"})
-    FAULTS = (FaultKind(f="cut-in-flight", heal="heal-in-flight", targets="client",
-                        explains=("overran-cut-off", "in-flight-release")),)
-    OPTIONS = (Option(name="during", type=str, default="release", choices=("release", "renew"),
-                      help="the op whose request is cut: a holder's release, or (with --renew) its renew"),
-               Option(name="cut_ms", type=float, default=2000.0, min=1, max=600_000,
-                      help="how long the holder's links stay cut"))
-
-    def setup(self, ctx: NemesisContext) -> None:
-        self._setup_net(ctx)
-        self.workers = _workers(ctx, ParksClients, self.name)
-        spec = ctx.spec
-        v = values(spec.options, self.OPTIONS)
-        self.during = v["during"]
-        if self.during == "renew" and not getattr(spec, "renew", False):
-            raise BadArgument(f"{self.name} -o during=renew needs holders that renew: add --renew")
-        self._setup(ctx, v["cut_ms"] / 1000)
-        self.names = ctx.lock_node_names()
-        self.armed: int | None = None  # the worker armed to stop before its next `during`
-        self.cut: int | None = None  # the worker whose links are cut now
-
-    def heal_ops(self) -> list[tuple[str, Any]]:
-        return [("heal-in-flight", None)]
-
-    def on_event(self, ctx, event: Op) -> list[Planned]:
-        """A holder's ok acquire: arm its worker (seeded choice among holders seen while
-        none is armed). Its `during` invoke: cut now. The heal is planned once the cut is
-        known to have landed."""
-        if event.process == NEMESIS and event.f == "cut-in-flight":
-            if event.type == "fail":
-                self.cut = None
-                self.next_allowed = ctx.time
-                return []
-            return [Planned(at=round(ctx.time + self.span_s, 3), f="heal-in-flight", value=event.value, phase="heal")]
-        if not self._see(event):
-            return []
-        worker = event.process % self.n
-        if self.armed is None and self.cut is None and event.f == "acquire" and event.type == "ok" \
-                and self._may_start(ctx.time) and self.rng.random() < 0.5:
-            self.armed = worker
-            self.workers.arm(worker, self.during)
-            return []
-        if self.armed == worker and event.f == self.during and event.type == "invoke" and self._waits_at(worker):
-            self.armed = None
-            if not self._may_start(ctx.time):  # too late in the fault phase for a cut and its heal
-                self.workers.let_go(worker)
-                return []
-            self.cut = worker
-            self.next_allowed = ctx.time + self.span_s + self.cooldown
-            v = {"worker": worker, "client": client_host(worker, self.n), "process": event.process,
-                 "during": self.during, "key": event.key}
-            return [Planned(at=ctx.time, f="cut-in-flight", value=v, phase="fault")]
-        return []
-
-    def invoke(self, op: Op) -> Op:
-        w = self.workers
-        if op.f == "heal-in-flight":
-            if self.active:
-                self.cluster.heal()
-                self.active = False
-            healed, self.cut = self.cut, None
-            return complete(op, "ok", value=op.value or {"workers": [] if healed is None else [healed]})
-        i = op.value["worker"]
-        if not w.parked(i):
-            self.cut = None
-            return complete(op, "fail", error=f"missed: worker {i} had sent its {self.during} already "
-                                              f"(it waits at most a while to be cut)")
-        grudge = G.cut_client(op.value["client"], self.names, self.names)
-        self.cluster.partition(grudge)
-        self.active = True
-        err = self._probe_cut(grudge)  # a connect from the holder's namespace must now fail
-        if not w.parked(i):  # it waited PARK_MAX_S and went on: its request may have left before the cut
-            err = err or f"worker {i} went on before the cut was proven"
-        w.let_go(i)  # its request goes out into the cut
-        value = {**op.value, "servers": sorted(self.names)}
-        return complete(op, "info" if err else "ok", value=value, error=err)
-
-    def teardown(self) -> None:
-        if getattr(self, "armed", None) is not None:
-            self.workers.arm(self.armed, None)
-        _Net.teardown(self)

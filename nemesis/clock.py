@@ -65,6 +65,21 @@ class ClockSkew:
         Option(name="drift_rate", type=float, default=1.5, above=0, max=100, help="clock rate while drifting"),
     )
 
+    @classmethod
+    def refusal(cls, spec: Any) -> str | None:
+        v = values(spec.options, cls.OPTIONS)
+        if v["clock_mode"] == "drift" and v["drift_rate"] == 1:
+            return "clock-skew -o clock_mode=drift with drift_rate=1 moves no clock; give another rate, e.g. -o drift_rate=1.5"
+        shortest_ms = 0.75 * spec.nemesis_interval * 1000  # a fault lasts 0.75-1.25 x the interval (generator.plan)
+        if v["clock_mode"] == "strobe" and v["strobe_ms"] >= shortest_ms:
+            return (f"clock-skew -o strobe_ms={v['strobe_ms']:g} is not shorter than a fault ({shortest_ms:g} ms at "
+                    f"least, 0.75 x --nemesis-interval), so the clocks would never flip back; give a shorter strobe_ms")
+        return None
+
+    @staticmethod
+    def span_s(spec: Any) -> float:
+        return 0.0  # the schedule times its faults
+
     def moves_server_clocks(self, spec: Any) -> bool:
         return values(spec.options, self.OPTIONS)["clock_target"] == "servers"
 

@@ -43,21 +43,38 @@ class SlowLink:
                Option(name="between", type=str, default="clients", choices=("clients", "servers"),
                       help="shape client->server links, or server->server links"))
 
+    @classmethod
+    def refusal(cls, spec: Any) -> str | None:
+        from harness.core import plugins
+
+        from nemesis.partition import netns_refusal
+
+        v = values(spec.options, cls.OPTIONS)
+        if why := netns_refusal(cls.name, spec):
+            return why
+        if not (v["delay_ms"] or v["jitter_ms"] or v["loss"] or v["rate_kbit"]):
+            return "slow-link with delay_ms=0, jitter_ms=0, loss=0 and rate_kbit=0 changes nothing; ask for one, e.g. -o delay_ms=150"
+        kind, n = plugins.servers_of(spec.backend, spec.options)
+        if v["between"] == "servers" and n < 2:
+            return f"slow-link -o between=servers needs at least two lock servers ({spec.backend} runs {n}); use between=clients"
+        return None
+
+    @staticmethod
+    def span_s(spec: Any) -> float:
+        return 0.0  # the schedule times its faults
+
     def setup(self, ctx: NemesisContext) -> None:
         if not isinstance(ctx.cluster, ShapesLinks):
             raise BadArgument("slow-link needs a cluster whose servers and clients have network namespaces "
                               "(--cluster local as root, or compose); this one has none")
+        if why := self.refusal(ctx.spec):  # TestSpec.validate refused it already; a spec built by hand too
+            raise BadArgument(why)
         v = values(ctx.spec.options, self.OPTIONS)
         self.shape = Shape(delay_ms=v["delay_ms"], jitter_ms=v["jitter_ms"], loss=v["loss"], rate_kbit=v["rate_kbit"])
-        if self.shape.words() == "no change":
-            raise BadArgument("slow-link with delay_ms=0, loss=0 and rate_kbit=0 changes nothing; "
-                              "ask for one, e.g. -o delay_ms=150")
         self.cluster = ctx.cluster
         self.between = v["between"]
         names = ctx.lock_node_names()
         if self.between == "servers":
-            if len(names) < 2:
-                raise BadArgument("slow-link -o between=servers needs at least two lock servers")
             self.pairs = [(a, b) for a in names for b in names if a != b]
         else:
             self.pairs = [(f"c{i}", n) for i in range(1, client_hosts(ctx.spec.concurrency) + 1) for n in names]

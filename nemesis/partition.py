@@ -41,8 +41,22 @@ def shape_grudge(shape: str, nodes: list[str], rng: random.Random) -> G.Grudge:
     raise BadArgument(f"unknown partition shape {shape!r}; choose one of: {', '.join(SHAPES)}")
 
 
+def lock_servers(spec: Any) -> tuple[str, int]:
+    """(kind, count) of the run's lock servers, from the spec alone."""
+    from harness.core import plugins
+
+    return plugins.servers_of(spec.backend, spec.options)
+
+
 def _jsonable(grudge) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in sorted(grudge.items()) if v}
+
+
+def netns_refusal(name: str, spec: Any) -> str | None:
+    """--no-netns: every server and client on loopback, so no link can be cut or shaped."""
+    if getattr(spec, "netns", None) is False:
+        return f"{name} needs network namespaces, and --no-netns runs everything on loopback; drop --no-netns"
+    return None
 
 
 class _Net:
@@ -82,6 +96,23 @@ class Partition(_Net):
     OPTIONS = (Option(name="partition_shape", type=str, default=None, choices=SHAPES,
                       help="one shape for every cut (default: a random shape each time)"),)
 
+    @classmethod
+    def refusal(cls, spec: Any) -> str | None:
+        kind, n = lock_servers(spec)
+        shape = values(spec.options, cls.OPTIONS)["partition_shape"]
+        if why := netns_refusal(cls.name, spec):
+            return why
+        if n < 2:
+            return (f"partition cuts the lock servers from each other, and backend {spec.backend} runs one "
+                    f"({kind}:1); use partition-client to cut a client from it")
+        if shape in ("bridge", "majorities-ring") and n < 3:
+            return f"-o partition_shape={shape} needs at least 3 lock servers ({spec.backend} runs {n}); choose halves or one"
+        return None
+
+    @staticmethod
+    def span_s(spec: Any) -> float:
+        return 0.0  # the schedule times its cuts
+
     def setup(self, ctx: NemesisContext) -> None:
         self._setup_net(ctx)
         self.names = ctx.lock_node_names()
@@ -117,6 +148,20 @@ class PartitionClient(_Net):
                       help="how many lock servers the holder is cut from (default: a majority)"),
                Option(name="island", type=bool, default=False,
                       help="also cut the servers it kept from the rest: a minority island"))
+
+    @classmethod
+    def refusal(cls, spec: Any) -> str | None:
+        kind, n = lock_servers(spec)
+        k = values(spec.options, cls.OPTIONS)["cut_servers"]
+        if why := netns_refusal(cls.name, spec):
+            return why
+        if k is not None and k > n:
+            return f"-o cut_servers={k} is more than the {n} lock server(s) of {spec.backend} ({kind}); give 1 to {n}"
+        return None
+
+    @staticmethod
+    def span_s(spec: Any) -> float:
+        return 0.0  # the schedule times its cuts
 
     def setup(self, ctx: NemesisContext) -> None:
         self._setup_net(ctx)

@@ -155,13 +155,19 @@ def after_renews_option(verb: str) -> Option:
                        f"its first ok renew; without --renew, after its ok read)")
 
 
+def renews_refusal(name: str, spec: Any, after_renews: int | None) -> str | None:
+    """after_renews without --renew: there is no renew to count (JudgesSpec.refusal)."""
+    if after_renews is not None and not getattr(spec, "renew", False):
+        return f"{name} -o after_renews={after_renews} needs holders that renew: add --renew"
+    return None
+
+
 def renew_trigger(name: str, spec: Any, after_renews: int | None) -> tuple[str, int]:
     """The op whose ok aims the fault at a holder ("read", or "renew" with --renew) and the
     renews of one hold it waits for; after_renews without --renew is refused."""
-    trigger = "renew" if getattr(spec, "renew", False) else "read"
-    if after_renews is not None and trigger != "renew":
-        raise BadArgument(f"{name} -o after_renews={after_renews} needs holders that renew: add --renew")
-    return trigger, after_renews or 1
+    if why := renews_refusal(name, spec, after_renews):
+        raise BadArgument(why)
+    return "renew" if getattr(spec, "renew", False) else "read", after_renews or 1
 
 
 class PauseHolder:
@@ -173,6 +179,15 @@ class PauseHolder:
     OPTIONS = (Option(name="pause_multiple", type=float, default=2.0, above=0, max=1000,
                       help="how long the holder stays stopped, in TTLs"),
                after_renews_option("pause"))
+
+    @classmethod
+    def refusal(cls, spec: Any) -> str | None:
+        return renews_refusal(cls.name, spec, values(spec.options, cls.OPTIONS)["after_renews"])
+
+    @classmethod
+    def span_s(cls, spec: Any) -> float:
+        """A pause lasts pause_multiple x TTL."""
+        return values(spec.options, cls.OPTIONS)["pause_multiple"] * spec.ttl_ms / 1000
 
     def setup(self, ctx: NemesisContext) -> None:
         self.ctx = ctx

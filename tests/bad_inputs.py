@@ -6,7 +6,8 @@ stderr empty) and a few words stderr must hold, so the sentence names the offend
 case, add a row; a new malformed run or history is a new FIXTURES entry.
 
 Placeholders in argv, filled in per row by the test:
-  {store}      a fresh, empty store dir (the row must leave it empty)
+  {store}      a fresh, empty store dir (the row must leave it empty); with `earlier=NAME` it
+               holds an earlier run of test NAME and `latest` naming it, which must not move
   {tmp}        a fresh scratch dir;  {file} a plain file in it;  {busy_port} a port held open
   {run:NAME}   a run dir holding FIXTURES[NAME];  {hist:NAME} its history.jsonl
 
@@ -37,23 +38,25 @@ class Row:
     code: int = 254
     words: str = ""
     guard: str | None = None
+    earlier: str | None = None  # a test name: {store} then holds an earlier run of it, which `latest` names
 
 
-def row(id: str, *argv: str, code: int = 254, words: str = "", guard: str | None = None) -> Row:
-    return Row(id=id, argv=tuple(argv), code=code, words=words, guard=guard)
+def row(id: str, *argv: str, code: int = 254, words: str = "", guard: str | None = None,
+        earlier: str | None = None) -> Row:
+    return Row(id=id, argv=tuple(argv), code=code, words=words, guard=guard, earlier=earlier)
 
 
 _RUN_DEFAULTS = (("--time-limit", "-t", "1"), ("--concurrency", "-c", "1"), ("--backend", "-b", "redis"),
                  ("--store", None, "{store}"))
 
 
-def run(id: str, *flags: str, words: str = "", code: int = 254) -> Row:
+def run(id: str, *flags: str, words: str = "", code: int = 254, earlier: str | None = None) -> Row:
     """A `chaos run` row with the safe defaults added for flags it does not give itself."""
     extra: list[str] = []
     for long, short, value in _RUN_DEFAULTS:
         if long not in flags and (short is None or short not in flags):
             extra += [long, value]
-    return row(f"run-{id}", "run", *flags, *extra, code=code, words=words)
+    return row(f"run-{id}", "run", *flags, *extra, code=code, words=words, earlier=earlier)
 
 
 # ---------------------------------------------------------------- histories and runs
@@ -163,6 +166,8 @@ FIXTURES: dict[str, dict] = {
     "spec-is-dir": {"history.jsonl": GOOD, "spec.json": DIR},
     "spec-is-fifo": {"history.jsonl": GOOD, "spec.json": FIFO},
     "spec-empty": spec(""),
+    # a matrix dir whose matrix.csv has its header and no cell (a matrix stopped before any run ended)
+    "matrix-no-cells": {"matrix.csv": "backend,nemesis,fencing,seed,valid,violations\n"},
 }
 
 H = "{hist:%s}"
@@ -250,6 +255,68 @@ ROWS: list[Row] = [
     run("option-typo", "--nemesis", "pause-holder", "-o", "pause_multiplee=3", words="pause_multiplee"),
     run("option-no-name", "-o", "=x", words="=x"),
     run("option-no-value", "-o", "novalue", words="novalue"),
+    # ------------------------------------------------------------ chaos run: the number table (item 3)
+    # every -o number: not finite, out of range, zero where zero means nothing (harness/core/options.py)
+    *(run(f"option-{name}-{tag}", *extra, "-o", f"{name}={value}", words=name) for name, value, tag, extra in [
+        ("pause_multiple", "inf", "inf", ("-n", "pause-holder")), ("pause_multiple", "0", "zero", ("-n", "pause-holder")),
+        ("pause_multiple", "-1", "negative", ("-n", "pause-holder")), ("delay_ms", "nan", "nan", ("-n", "slow-link")),
+        ("loss", "1.5", "above-one", ("-n", "slow-link")), ("loss", "-0.1", "negative", ("-n", "slow-link")),
+        ("rate_kbit", "1e3", "float", ("-n", "slow-link")), ("jitter_ms", "inf", "inf", ("-n", "slow-link")),
+        ("max_history_mb", "0", "zero", ()), ("load_clients", "-1", "negative", ()),
+        ("margin_ms", "inf", "inf", ("--hold-until-expiry",)), ("margin_ms", "-5", "negative", ("--hold-until-expiry",)),
+        ("num_extensions", "99999999999", "huge", ("-b", "pottery")),
+        ("session_timeout_ms", "nan", "nan", ("-b", "zookeeper")), ("respawn_after", "nan", "nan", ("-n", "kill-holder")),
+        ("cut_ms", "0", "zero", ("-n", "cut-in-flight")), ("drift_rate", "0", "zero", ("-n", "clock-skew")),
+        ("strobe_ms", "1", "tiny", ("-n", "clock-skew")), ("clock_jump_jitter", "inf", "inf", ("-n", "clock-skew")),
+        ("cut_servers", "0", "zero", ("-n", "partition-client")), ("after_renews", "0", "zero", ("-n", "pause-holder")),
+        ("keepalive_interval_ms", "0", "zero", ("-b", "etcd")), ("node_timeout_ms", "0", "zero", ()),
+        ("retry_delay_ms", "-1", "negative", ()), ("op_timeout_ms", "inf", "inf", ("-b", "etcd")),
+        ("connect_timeout_s", "0", "zero", ("-b", "zookeeper")), ("watch_recheck_ms", "nan", "nan", ("-b", "etcd")),
+        ("crash_between", "2", "above-one", ("-b", "redis-setnx-expire")), ("drift_factor", "1", "one", ()),
+        ("watchdog_interval_ms", "-inf", "minus-inf", ("-o", "watchdog=true"))]),
+    run("keys-zero", "--keys", "0", words="--keys"),
+    run("keys-huge", "--keys", "10000000", words="--keys"),
+    run("repeat-zero", "--repeat", "0", words="--repeat"),
+    run("hold-max-longer-than-run", "--ttl", "60000", "--hold-max", "30000", "--time-limit", "10", words="--hold-max"),
+    run("margin-eats-the-lease", "--hold-until-expiry", "-o", "margin_ms=2000", words="margin_ms"),
+    # ------------------------------------------------------------ chaos run: refused before any server starts (item 3)
+    # the spec alone decides; rows with `earlier` keep an earlier run in {store}, named by its `latest`, which must not move
+    run("pause-waiter-one-client", "-n", "pause-waiter", words="--concurrency 2", earlier="redis-pause-waiter"),
+    run("partition-waiter-one-client", "-n", "partition-waiter", words="--concurrency 2"),
+    run("kill-waiter-one-client", "-n", "kill-holder", "-o", "during=acquire", words="--concurrency 2"),
+    run("kill-waiter-after-renews", "-n", "kill-holder", "-o", "during=acquire", "-o", "after_renews=2", "--renew",
+        "-c", "2", words="drop -o after_renews"),
+    run("pause-holder-needs-renew", "-n", "pause-holder", "-o", "after_renews=2", words="add --renew", earlier="redis-pause-holder"),
+    run("kill-holder-needs-renew", "-n", "kill-holder", "-o", "after_renews=2", words="add --renew"),
+    run("cut-renew-needs-renew", "-n", "cut-in-flight", "-o", "during=renew", words="add --renew", earlier="redis-cut-in-flight"),
+    run("pause-waiter-after-renews", "-n", "pause-waiter", "-c", "2", "-o", "after_renews=1", words="drop -o after_renews"),
+    run("partition-one-server", "-n", "partition", words="partition-client", earlier="redis-partition"),
+    run("partition-bridge-two-servers", "--backend", "external", "-o", "command=./mylock", "-o", "servers=etcd:2",
+        "-n", "partition", "-o", "partition_shape=bridge", words="at least 3"),
+    run("cut-more-servers-than-there-are", "-b", "redlock", "-n", "partition-client", "-o", "cut_servers=9",
+        words="cut_servers=9"),
+    run("slow-link-changes-nothing", "-n", "slow-link", "-o", "delay_ms=0", words="changes nothing"),
+    run("slow-link-between-one-server", "-n", "slow-link", "-o", "between=servers", words="two lock servers"),
+    run("partition-without-netns", "-b", "redlock", "-n", "partition", "--no-netns", words="drop --no-netns"),
+    run("cut-in-flight-without-netns", "-n", "cut-in-flight", "--no-netns", words="drop --no-netns"),
+    run("drift-rate-one", "-n", "clock-skew", "-o", "clock_mode=drift", "-o", "drift_rate=1", words="drift_rate"),
+    run("strobe-longer-than-a-fault", "-n", "clock-skew", "-o", "clock_mode=strobe", "-o", "strobe_ms=5000",
+        words="strobe_ms"),
+    run("load-clients-with-a-fault", "-n", "pause-holder", "-o", "load_clients=2", words="one process per client", earlier="redis-pause-holder"),
+    run("no-fault-fits-pause", "-n", "pause-holder", "--time-limit", "3", words="no fault fits", earlier="redis-pause-holder"),
+    run("no-fault-fits-interval", "-b", "redlock", "-n", "partition", "--time-limit", "4", "--nemesis-interval", "8",
+        words="no fault fits"),
+    run("rw-on-redis", "--lock", "rw", words="--lock rw", earlier="redis-none-rw"),
+    row("run-rw-on-reference-client", "run", "--client", "{tmp}/clients/go-etcd/bin/go-etcd", "--servers", "etcd:3",
+        "--lock", "rw", "--time-limit", "1", "--store", "{store}", words="go-etcd has no rw lock"),
+    row("run-rw-through-relay-of-redis", "run", "--client", "python3 clients/python-relay/relay.py --backend redis",
+        "--servers", "valkey:1", "--lock", "rw", "--time-limit", "1", "--store", "{store}", words="zookeeper-recipe"),
+    row("run-option-lock-against-flag", "run", "--client", "./mylock", "--servers", "valkey:1", "-o", "lock=rw",
+        "--time-limit", "1", "--store", "{store}", words="-o lock is set by --lock"),
+    row("run-option-command-with-client", "run", "--client", "./mylock", "--servers", "valkey:1", "-o", "command=./x",
+        "--time-limit", "1", "--store", "{store}", words="-o command"),
+    run("option-given-twice", "-o", "node_timeout_ms=50", "-o", "node_timeout_ms=80", words="given twice"),
+    run("option-given-twice-spaced", "-o", "appendonly=yes", "-o", " appendonly =no", words="given twice"),
     # ------------------------------------------------------------ chaos run: paths
     run("store-is-file", "--store", "{file}", words="--store"),
     run("store-in-proc", "--store", "/proc/x", words="--store"),
@@ -259,7 +326,7 @@ ROWS: list[Row] = [
     run("junit-in-proc", "--junit", "/proc/x.xml", words="--junit"),
     # ------------------------------------------------------------ chaos cluster down
     *(row(f"down-{k}", "cluster", "down", "--", v, words="run id", guard="hostile-id") for k, v in HOSTILE_IDS.items()),
-    row("down-unknown-id", "cluster", "down", "abcdef", code=0),
+    row("down-unknown-id", "cluster", "down", "abcdef", words="nothing was removed"),
     # ------------------------------------------------------------ chaos check: histories (item 1)
     check("not-utf8", AFTER), check("not-utf8-first", "line 1"), check("latin1-key", "line 2"),
     check("array-line", "line 2"), check("string-line", "line 2"), check("number-line", "line 1"),
@@ -298,6 +365,7 @@ ROWS: list[Row] = [
     check("no-history", "history.jsonl", cmd="report", path=R),
     row("report-on-a-file", "report", H % "never-completed", words="run directory"),
     row("report-nonexistent", "report", "{tmp}/nope", words="does not exist"),
+    row("report-empty-store", "report", "{store}", words="no runs"),
     # ------------------------------------------------------------ chaos serve
     row("serve-port-zero", "serve", "--store", "{store}", "--port", "0", words="--port"),
     row("serve-port-70000", "serve", "--store", "{store}", "--port", "70000", words="--port"),
@@ -329,7 +397,9 @@ ROWS: list[Row] = [
         ("junit-dir-missing", ("--junit", "{tmp}/no/such/dir/m.xml"), "--junit"),
         ("store-is-file", ("--store", "{file}"), "--store"),
         ("expectations-missing", ("--expectations", "{tmp}/nope.toml"), "nope.toml"),
-        ("recheck-missing", ("--recheck", "{tmp}/nope"), "nope")]),
+        ("recheck-missing", ("--recheck", "{tmp}/nope"), "nope"),
+        ("recheck-no-cells", ("--recheck", R % "matrix-no-cells"), "nothing to re-judge"),
+        ("no-fault-fits", ("--nemeses", "none,pause-holder", "--time-limit", "6"), "too short for --nemeses pause-holder")]),
     # ------------------------------------------------------------ chaos reproduce
     *(row(f"reproduce-{k}", "reproduce", "gc-pause", "--time-limit", "5", "--store", "{store}", *a, words=w) for k, a, w in [
         ("seeds-zero", ("--seeds", "0"), "--seeds"), ("seeds-abc", ("--seeds", "abc"), "--seeds"),
@@ -340,6 +410,10 @@ ROWS: list[Row] = [
         ("first-seed-huge", ("--first-seed", "9" * 20), "--first-seed"),
         ("store-is-file", ("--store", "{file}"), "--store")]),
     row("reproduce-unknown-scenario", "reproduce", "gc-paus", "--store", "{store}", words="gc-paus"),
+    row("reproduce-no-pause-fits", "reproduce", "gc-pause", "--time-limit", "8", "--store", "{store}",
+        words="no fault fits"),
+    row("reproduce-all-no-fault-fits", "reproduce", "--all", "--time-limit", "10", "--store", "{store}",
+        words="scenario etcd-lock-pause"),
     row("reproduce-summarize-missing", "reproduce", "--summarize", "{tmp}/nope", words="nope"),
     row("reproduce-summarize-not-utf8", "reproduce", "--summarize", H % "not-utf8", words="UTF-8"),
 ]

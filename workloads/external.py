@@ -6,7 +6,7 @@ with its relay), and drives it with one JSON object per line (Maelstrom's model)
 protocol, in full (docs/client-protocol.md has an example):
 
   request  {"id": 1, "op": "init", "servers": [{"kind", "name", "host", "port"}...],
-            "key": "chaos-lock", "ttl_ms": 2000, "options": {...}}
+            "lock": "mutex" | "rw" | "semaphore:N", "options": {...}}
            {"id": 2, "op": "acquire", "key": k, "ttl_ms": t, "timeout_s": s}; with `--lock rw` also
             "mode": "read" | "write", with `--lock semaphore:N` also "permits": N (the mutex: neither)
            {"id": 3, "op": "release" | "renew" | "held", "key": k, "value": v, "ttl_ms": t}
@@ -20,7 +20,8 @@ protocol, in full (docs/client-protocol.md has an example):
            not acquired; release: not held; renew: the lease is lost).
            {"id": n, "type": "info" | "error", "error": "..."}: it may have happened.
            {"id": n, "type": "unsupported"}: the client has no such op (renew, held, clock); the
-           harness adapts: no renewals, no opinion on holding, skews it cannot read back.
+           harness adapts: no renewals, no opinion on holding, skews it cannot read back. To
+           init: it has no such lock kind; the run is refused (its run dir discarded).
 
 A client that does not answer within its op's timeout plus a margin, writes a line that is
 not JSON or not its reply, or dies: the pending op is `info`, the child is ended and a new
@@ -47,8 +48,6 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from harness.core.contracts.cluster import Node
@@ -56,9 +55,12 @@ from harness.cluster.containment import PROCS_ENV, RunCgroup
 from harness.cluster.kinds import KINDS
 from harness.core.errors import BadArgument, LockLost, NotAcquired
 from harness.core.interrupts import die_with_parent
+from harness.core.kinds import LockKind, backends_with
 from harness.core.options import Option, values
 from harness.core.outputcap import CappedLog, pump
 from harness.core.contracts.client import Clock, Lease
+from workloads.references import (CLIENTS, REFERENCE_CLIENTS, ReferenceClient,  # noqa: F401 (re-exported)
+                                  reference_client, reference_kinds)
 
 MARGIN_S = 2.0  # on top of an op's own timeout before the client counts as hung
 MAX_LINE = 1 << 20  # longest reply line a client may write
@@ -66,58 +68,6 @@ MAX_VALUE = 4096  # longest lease value (it is recorded in every op of the lease
 MAX_VALID_MS = 86_400_000.0  # a validity beyond a day either way is not a lease
 START_S = 20.0  # a client must answer init within this (a JVM needs a few seconds)
 LOG_ENV = "CHAOSLOCK_WORKER_LOG"  # the worker's log; the child's stderr goes beside it
-
-
-CLIENTS = Path(__file__).resolve().parent.parent / "clients"  # the reference clients, one folder each
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReferenceClient:
-    """A lock client shipped in clients/ (built by `make install`), as `chaos list` shows it.
-
-    A reference client tests its library as shipped: it adds no safety check the library
-    does not make. A check that is useful anyway is one of its `options`, off by default;
-    the client reads it from init's options (every -o reaches it as given)."""
-
-    name: str
-    command: str  # what --client takes
-    servers: str  # what --servers takes
-    built: Path  # exists once it is built
-    about: str
-    options: tuple[Option, ...] = ()  # read by the client process itself, not by chaoslock
-
-    @property
-    def what(self) -> str:
-        """`about`, then each option with its type and default (`chaos list` prints this)."""
-        return "; ".join([self.about, *(
-            f"-o {o.name} ({'true|false' if o.type is bool else o.type.__name__}, default "
-            f"{str(o.default).lower() if o.type is bool else o.default}): {o.help}" for o in self.options)])
-
-
-REFERENCE_CLIENTS = (
-    ReferenceClient(name="go-etcd", command=str(CLIENTS / "go-etcd/bin/go-etcd"), servers="etcd:3",
-                    built=CLIENTS / "go-etcd/bin/go-etcd",
-                    about="etcd's own Go clientv3/concurrency Mutex (etcd 3.4.23), as shipped",
-                    options=(Option(name="reread_after_lock", type=bool, default=False,
-                                    help="after Lock, Get the lock key; gone: revoke, answer fail (etcd 3.5 checks "
-                                         "this after a wait, 3.4 does not)"),)),
-    ReferenceClient(name="java-curator", command=str(CLIENTS / "java-curator/bin/java-curator"), servers="zookeeper:3",
-                    built=CLIENTS / "java-curator/bin/java-curator",
-                    about="Apache Curator's InterProcessMutex (5.4.0), as shipped",
-                    options=(Option(name="recheck_node_after_acquire", type=bool, default=False,
-                                    help="after acquire(), read the lock node; gone: release, answer info (Curator's "
-                                         "acquire() does not look again once its loop saw the node first)"),)),
-    ReferenceClient(name="node-redlock", command=f"node {CLIENTS / 'node-redlock/client.js'}", servers="valkey:5",
-                    built=CLIENTS / "node-redlock/node_modules", about="redlock 4.2.0 from npm on ioredis, five masters"),
-    ReferenceClient(name="python-relay", command=f"python3 {CLIENTS / 'python-relay/relay.py'} --backend NAME",
-                    servers="KIND:N", built=CLIENTS / "python-relay/relay.py", about="any built-in backend over the protocol"),
-    ReferenceClient(name="example-redis", command=f"python3 {CLIENTS / 'example-redis/client.py'}", servers="valkey:1",
-                    built=CLIENTS / "example-redis/client.py", about="the 35-line example: SET NX PX on one Redis"),
-)
-
-
-def reference_client(name: str) -> ReferenceClient:
-    return next(c for c in REFERENCE_CLIENTS if c.name == name)
 
 
 class ClientBroke(Exception):
@@ -146,6 +96,7 @@ class ExternalClient:
         Option(name="command", type=str, default="", help="the client's command line (set by --client)",
                given_by="--client CMD"),
         Option(name="servers", type=str, default="valkey:1", help="KIND:COUNT of the lock service (set by --servers)"),
+        Option(name="lock", type=str, default="mutex", help="the lock kind init asks the client for (set by --lock)"),
         Option(name="op_timeout_s", type=float, default=5.0, above=0, max=600,
                help="how long release, renew and held may take before the client counts as hung, s"),
         Option(name="release_checks_owner", type=str, default="unknown", choices=("yes", "no", "unknown"),
@@ -160,6 +111,17 @@ class ExternalClient:
         return {"yes": True, "no": False}.get(str(options.get("release_checks_owner", "unknown")))
 
     @classmethod
+    def kind_refusal(cls, options: Mapping[str, Any], kind: LockKind) -> str | None:
+        """Why the client cannot serve `kind` (None: it can, or only its init can tell)."""
+        found = reference_kinds(values(options, cls.OPTIONS)["command"]) if kind.name != "mutex" else None
+        if found is None or kind.name in found[1]:
+            return None
+        who, have = found
+        others = [b for b in backends_with(kind.name) if b != "external"]
+        return (f"{who} has no {kind.name} lock (it has: {', '.join(have)}); run it with --lock mutex"
+                + (f", or relay a backend that has one ({', '.join(others)})" if " relaying " in who and others else ""))
+
+    @classmethod
     def servers_for(cls, options: Mapping[str, Any]) -> tuple[str, int]:
         return parse_servers(values(options, cls.OPTIONS)["servers"])
 
@@ -169,7 +131,8 @@ class ExternalClient:
             raise BadArgument("an external client needs its command: chaos run --client 'CMD ARGS' --servers KIND:N")
         self.argv = shlex.split(v["command"])
         self.op_timeout = v["op_timeout_s"]
-        self.options = {k: val for k, val in (options or {}).items() if k not in ("command", "servers")}
+        self.lock = v["lock"]  # told in init, apart from the options (TestSpec.validate sets it from --lock)
+        self.options = {k: val for k, val in (options or {}).items() if k not in ("command", "servers", "lock")}
         self.proc: subprocess.Popen | None = None
         self.nodes: Sequence[Node] = ()
         self.next_id = 0
@@ -213,10 +176,16 @@ class ExternalClient:
         self.starts += 1
         servers = [{"kind": n.kind, "name": n.name, "host": n.host, "port": n.port} for n in self.nodes]
         try:
-            self._call({"op": "init", "servers": servers, "options": self.options}, START_S)
-            self.ready_pid = self.proc.pid
+            rep = self._call({"op": "init", "servers": servers, "lock": self.lock, "options": self.options}, START_S)
         except ClientBroke as e:
             raise BadArgument(f"the client `{shlex.join(self.argv)}` did not start: {e}{self._stderr_tail()}") from None
+        if rep["type"] == "unsupported":  # it has no such lock kind: a refusal, before the workload
+            self._end("it answered unsupported to init")
+            why = f" ({str(rep['error'])[:200]})" if rep.get("error") else ""
+            raise BadArgument(f"the client `{shlex.join(self.argv)}` answered unsupported to init with lock "
+                              f"{self.lock}{why}: " + ("it has no such lock; run it with --lock mutex" if self.lock != "mutex"
+                                                       else "a client must answer ok to init (docs/client-protocol.md)"))
+        self.ready_pid = self.proc.pid
 
     def _stderr_tail(self) -> str:
         if not self.log:

@@ -105,7 +105,7 @@ class PotteryClient:
     OPTIONS = (node_timeout(50.0),
                Option(name="raise_on_redis_errors", type=bool, default=False,
                       help="pottery's own flag: raise when a master errs instead of counting it as a no"),
-               Option(name="num_extensions", type=int, default=3, min=0,
+               Option(name="num_extensions", type=int, default=3, min=0, max=1000,
                       help="pottery's own limit on extend() per acquire (its default, 3); "
                            "the next renew raises TooManyExtensions and is recorded as info"))
 

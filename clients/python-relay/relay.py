@@ -20,6 +20,7 @@ from harness.core import plugins  # noqa: E402
 from harness.core.contracts.cluster import Node  # noqa: E402
 from harness.core.errors import LockLost, NotAcquired  # noqa: E402
 from harness.core.contracts.client import StillHeld  # noqa: E402
+from harness.core.kinds import kinds_of, parse  # noqa: E402
 
 
 def main() -> None:
@@ -31,7 +32,9 @@ def main() -> None:
         req = json.loads(line)
         op, rid = req["op"], req["id"]
         try:
-            if op == "init":
+            if op == "init" and parse(req.get("lock") or "mutex").name not in kinds_of(plugins.backend_class(backend)):
+                rep = {"type": "unsupported", "error": f"backend {backend} has no {req['lock']} lock"}
+            elif op == "init":
                 nodes = [Node(name=s["name"], kind=s["kind"], role="lock", host=s["host"], port=s["port"])
                          for s in req["servers"]]
                 client = plugins.backend_class(backend)(req.get("options") or {}, None)

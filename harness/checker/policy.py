@@ -112,7 +112,9 @@ def unknown_reason(summary: dict, outcome: dict) -> str | None:
     if outcome.get("started") is False:
         return "the cluster never came up"
     if not summary.get("critical_sections"):
-        return "no critical section completed, so there is nothing to judge"
+        counts = [summary.get(k) or 0 for k in ("acquires_ok", "acquires_fail", "acquires_info")]
+        how = f" (acquires ok/fail/info {'/'.join(map(str, counts))})" if any(counts) else " (no acquire was made)"
+        return f"no critical section completed{how}, so there is nothing to judge"
     return None
 
 
@@ -120,6 +122,20 @@ def lost_ops_reason(n: Any) -> str:
     return (f"{n} op(s) the clients recorded never reached the history (a worker was killed before it handed "
             f"them in): a lost release looks like a holder that never let go, so the history cannot prove a "
             f"violation, nor that none happened")
+
+
+def undecided(results: dict[str, CheckResult], judge: set[str], findings: set[str]) -> str:
+    """Why the checkers' verdict is unknown: each deciding checker that said neither true nor
+    false, with its own reason (its error, or the reason in its details)."""
+    said = []
+    for name, r in results.items():
+        if name not in judge or name in findings or r.valid is True or r.valid is False:
+            continue
+        why = r.error or (r.details or {}).get("reason")
+        if r.valid != UNKNOWN:
+            why = f"its verdict {r.valid!r} is not one" + (f"; {why}" if why else "")
+        said.append(f"checker {name} could not decide ({why or 'it gave no reason'})")
+    return "; ".join(said) or "the checkers could not decide"
 
 
 def summarize(spec: Any, results: dict[str, CheckResult], run_dir: Path | None,
@@ -139,6 +155,8 @@ def summarize(spec: Any, results: dict[str, CheckResult], run_dir: Path | None,
     if reason and (valid is not False or holes):  # a history with holes proves nothing either way
         s["valid"] = UNKNOWN
         s["unknown_reason"] = reason
+    elif s["valid"] == UNKNOWN:  # a checker that decides could not: say which, and why
+        s["unknown_reason"] = undecided(results, judge, findings)
     if outcome.get("interrupted"):
         s["interrupted"] = True
         if outcome.get("signal"):

@@ -36,12 +36,17 @@ def exit_code(valid) -> int:
 
 
 def parse_options(pairs: tuple[str, ...]) -> dict:
-    out = {}
+    """NAME -> VALUE of the -o options; a name given twice is refused (no option is
+    repeatable: the last would silently win)."""
+    out: dict[str, str] = {}
     for p in pairs:
         k, sep, v = p.partition("=")
-        if not sep or not k:
+        if not sep or not k.strip():
             raise BadArgument(f"--option {p!r} is not NAME=VALUE; for example --option node_timeout_ms=50")
-        out[k.strip()] = v.strip()
+        k = k.strip()
+        if k in out:
+            raise BadArgument(f"-o {k} given twice ({k}={out[k]} and {k}={v.strip()}); give it once")
+        out[k] = v.strip()
     return out
 
 
@@ -198,7 +203,8 @@ def cli() -> None:
 @click.option("--clock-jump", "clock_jump_s", type=float, default=None, help="seconds clock-skew jumps (default 2.5 x TTL)")
 @click.option("--lock", "lock", default="mutex", show_default=True, metavar="mutex|rw|semaphore:N",
               help="lock kind: a mutex, a read-write lock, or a semaphore of N permits (docs/running.md)")
-@click.option("--option", "-o", "options", multiple=True, help="backend option NAME=VALUE (repeatable)")
+@click.option("--option", "-o", "options", multiple=True,
+              help="option NAME=VALUE (chaos list --options); give several -o, each name once")
 @click.option("--netns/--no-netns", default=None, help="require / refuse network namespaces (default: use if possible)")
 @click.option("--cluster", type=click.Choice(CLUSTERS), default="local", show_default=True,
               help="local processes in namespaces, Docker Compose (needs a Docker engine), or your hosts over ssh")
@@ -236,6 +242,9 @@ def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency
                 raise BadArgument("--client needs --servers KIND:N, the lock service it talks to (e.g. etcd:3)")
             if not client_cmd.strip():
                 raise BadArgument("an external client needs its command: chaos run --client 'CMD ARGS' --servers KIND:N")
+            given = [f"-o {k}" for k in ("command", "servers") if k in options]
+            if given:
+                raise BadArgument(f"{given[0]} is set by --{given[0][3:].replace('command', 'client')}; drop it")
             backend, options["command"], options["servers"] = "external", client_cmd, servers
         elif servers is not None:
             raise BadArgument("--servers goes with --client; a built-in backend declares its own servers")
@@ -321,6 +330,10 @@ def check(path, model, time_limit, as_json):
         r = safe_check(LinearizableChecker(model, time_limit=time_limit), spec, history, name=model)
         out = r.to_dict()
         valid = parse_valid(r.valid)
+        if valid not in (True, False):
+            from harness.checker.policy import undecided
+
+            out["unknown_reason"] = undecided({model: r}, {model}, set())
     else:
         results = verdicts(spec, history)
         # outcome.json lies beside the history: a crashed run's history alone is never VALID
@@ -329,7 +342,8 @@ def check(path, model, time_limit, as_json):
     if as_json:
         print(json.dumps(out, default=str))
     else:
-        print(verdict_text(out) if not model else f"{model}: {valid}" + (f" ({out.get('error')})" if out.get("error") else ""))
+        why = out.get("unknown_reason") or out.get("error")
+        print(verdict_text(out) if not model else f"{model}: {valid}" + (f" ({why})" if why else ""))
     return exit_code(valid)
 
 

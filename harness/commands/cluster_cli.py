@@ -81,6 +81,9 @@ def down(run_id, all_):
         removed = down_all()
     elif run_id is not None:  # "" is a bad id, not "no id": it must never pick a cluster for you
         removed = kill_run(run_id)
+        if not removed:  # asked to stop something that is not there
+            raise BadArgument(f"no cluster and no leftovers of run {run_id}: nothing was removed; "
+                              f"`chaos cluster status` lists the clusters that are up")
     else:
         ids = [r["run_id"] for r in runs()]
         if len(ids) != 1:

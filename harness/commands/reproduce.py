@@ -294,21 +294,38 @@ def describe(row: dict) -> str:
             + (f"; {'; '.join(row['errors'])}" if row.get("errors") else ""))
 
 
+def scenario_spec(sc: Scenario, overrides: dict, seed: int, seeds: int, *, time_limit: float, store: str,
+                  cluster: str = "local", ssh: dict | None = None):
+    """The TestSpec of one run of a scenario's variant."""
+    from harness.core.spec import TestSpec
+
+    kw = dict(sc.spec, **overrides)
+    kw["options"] = dict(kw.get("options", {}))
+    where = ("" if cluster == "local" else f" --cluster {cluster}") + (f" --hosts {','.join(ssh['hosts'])}" if ssh else "")
+    return TestSpec(**kw, seed=seed, time_limit=time_limit, store=store, cluster=cluster, ssh=ssh or {},
+                    command=f"chaos reproduce {sc.name} --seeds {seeds}{where}")
+
+
+def refuse_scenario(sc: Scenario, **kw) -> None:
+    """BadArgument for a variant of `sc` that no run can serve with these settings (the spec's
+    refusals, and a fault that cannot fit: harness/core/refusals.py), before anything starts."""
+    from harness.core.refusals import fit
+
+    for overrides, _ in sc.variants.values():
+        if why := fit(scenario_spec(sc, overrides, 1, 1, **kw).validate()):
+            raise BadArgument(f"scenario {sc.name}: {why.split('; lengthen')[0]}; give a longer --time-limit")
+
+
 def run_scenario(sc: Scenario, seeds: Sequence[int], *, time_limit: float, store: str, echo=print,
                  on_row: Callable[[dict], None] = lambda row: None, cluster: str = "local",
                  ssh: dict | None = None) -> list[dict]:
     from harness.engine.runner import run
-    from harness.core.spec import TestSpec
 
     rows = []
     for variant, (overrides, _) in sc.variants.items():
         for seed in seeds:
-            kw = dict(sc.spec, **overrides)
-            kw["options"] = dict(kw.get("options", {}))
-            where = ("" if cluster == "local" else f" --cluster {cluster}") + \
-                (f" --hosts {','.join(ssh['hosts'])}" if ssh else "")
-            spec = TestSpec(**kw, seed=seed, time_limit=time_limit, store=store, cluster=cluster, ssh=ssh or {},
-                            command=f"chaos reproduce {sc.name} --seeds {len(seeds)}{where}")
+            spec = scenario_spec(sc, overrides, seed, len(seeds), time_limit=time_limit, store=store, cluster=cluster,
+                                 ssh=ssh)
             out = run(spec, progress=False)
             if out.interrupted:  # Ctrl-C ends the whole batch, after this run's teardown
                 raise KeyboardInterrupt
@@ -485,6 +502,9 @@ def reproduce(names, all_, seeds, first_seed, time_limit, store, cluster, hosts,
     if not 1 <= seeds <= 100 or not 5 <= time_limit <= 60 or not 0 <= first_seed < 2**31:
         raise BadArgument("--seeds must be 1..100, --first-seed 0..2^31-1 and --time-limit 5..60 seconds")
     check_writable_dir(store, "--store")
+    chosen = list(SCENARIOS.values()) if all_ else [SCENARIOS[n] for n in dict.fromkeys(names)]
+    for sc in chosen:  # refused before the first run starts anything, not half way through the campaign
+        refuse_scenario(sc, time_limit=time_limit, store=store, cluster=cluster, ssh=ssh)
     out_dir = stamped_dir(Path(store) / "reproduce")
     rows_file = (out_dir / "rows.jsonl").open("x")  # a fresh dir: a file or link already there is refused
 
@@ -497,7 +517,7 @@ def reproduce(names, all_, seeds, first_seed, time_limit, store, cluster, hosts,
 
     interrupted = False
     try:
-        for sc in (SCENARIOS.values() if all_ else [SCENARIOS[n] for n in dict.fromkeys(names)]):
+        for sc in chosen:
             run_scenario(sc, range(first_seed, first_seed + seeds), time_limit=time_limit, store=store,
                          on_row=record, cluster=cluster, ssh=ssh)
     except KeyboardInterrupt:  # the run in hand was torn down; the table covers the finished ones

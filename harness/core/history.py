@@ -121,6 +121,19 @@ def _short(v: Any) -> str:
     return r if len(r) <= 40 else r[:37] + "..."
 
 
+def _not_a_run(d: Path) -> str:
+    """Why a directory without a history.jsonl is no run: a store or a test's dir names one of
+    its runs; one that holds none says so (nothing there to check or report)."""
+    try:
+        runs = sorted(str(h.parent) for pattern in ("*/history.jsonl", "*/*/history.jsonl") for h in d.glob(pattern))
+    except OSError:
+        runs = []
+    if runs:
+        return f"{d} is not a run but holds runs (a store or a test's dir); give one of them, such as {runs[-1]}"
+    return (f"{d} holds no history.jsonl and no runs, so there is nothing to read; give a run directory such as "
+            f"store/latest or a history.jsonl")
+
+
 def _history_file(path: str | os.PathLike) -> tuple[Path, Path | None]:
     """(the history file, the run dir it must resolve inside, or None for a file the user
     named directly: that one is their choice)."""
@@ -130,7 +143,7 @@ def _history_file(path: str | os.PathLike) -> tuple[Path, Path | None]:
     if p.is_dir():
         p, root = p / "history.jsonl", p
         if not p.exists() and not p.is_symlink():
-            raise BadHistory(f"{path} holds no history.jsonl; give a run directory such as store/latest or a history.jsonl")
+            raise BadHistory(_not_a_run(Path(path)))
         inside(root, p)
     if not p.exists():
         raise BadHistory(f"{p}: no such history file; give a run directory or a history.jsonl")

@@ -74,12 +74,17 @@ def kinds_of(cls: Any) -> tuple[str, ...]:
     return tuple(getattr(cls, "lock_kinds", ("mutex",)))
 
 
-def require(backend: str, cls: Any, kind: LockKind) -> None:
-    """Refuse, in one sentence, a kind the backend does not have."""
+def require(backend: str, cls: Any, kind: LockKind, options: Any = None) -> None:
+    """Refuse, in one sentence, a kind the backend does not have. A backend whose kinds depend
+    on its options (an external client: the reference clients' are known) says so through
+    `kind_refusal(options, kind)`, a sentence or None."""
     have = kinds_of(cls)
     if kind.name not in have:
         raise BadArgument(f"backend {backend!r} has no {kind.name} lock (it has: {', '.join(have)}); "
                           f"--lock {kind.name} works with: {', '.join(backends_with(kind.name)) or 'no backend'}")
+    told = getattr(cls, "kind_refusal", None)
+    if callable(told) and (why := told(options or {}, kind)):
+        raise BadArgument(why)
 
 
 def backends_with(kind: str) -> list[str]:

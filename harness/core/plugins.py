@@ -39,7 +39,7 @@ NEMESES = {
     "pause-holder": "nemesis.process:PauseHolder",
     "pause-waiter": "nemesis.client:PauseWaiter",
     "kill-holder": "nemesis.client:KillHolder",
-    "cut-in-flight": "nemesis.client:CutInFlight",
+    "cut-in-flight": "nemesis.inflight:CutInFlight",
     "partition-waiter": "nemesis.client:PartitionWaiter",
     "kill": "nemesis.process:Kill",
     "partition": "nemesis.partition:Partition",

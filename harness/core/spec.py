@@ -164,20 +164,27 @@ class TestSpec:
             raise BadArgument(f"options must be a mapping of NAME to VALUE, not {type(self.options).__name__}")
         if not isinstance(self.facts, Mapping):
             raise BadArgument(f"facts must be a mapping, not {type(self.facts).__name__}")
-        from harness.core import kinds
+        from harness.core import kinds, refusals
 
         kind = kinds.parse(self.lock)
-        kinds.require(self.backend, backend, kind)
         typed, _ = options.resolve(backend, nemeses, self.options)
+        if "lock" in {o.name for o in options.declared(backend) or ()}:  # an external client is told the kind
+            if "lock" in self.options and kinds.parse(typed["lock"]) != kind:
+                raise BadArgument(f"-o lock is set by --lock; give --lock {typed['lock']} instead")
+            typed["lock"] = str(kind)
+        kinds.require(self.backend, backend, kind, typed)
         plugins.servers_of(self.backend, typed)  # a backend whose servers come from its options checks them now
-        return dataclasses.replace(self, options=typed, lock=str(kind))
+        spec = dataclasses.replace(self, options=typed, lock=str(kind))
+        refusals.refuse(spec)  # what the spec alone decides (harness/core/refusals.py)
+        return spec
 
     def notes(self) -> list[str]:
-        """What the user should know about this spec before it runs (options without effect)."""
-        from harness.core import options, plugins
+        """What the user should know about this (validated) spec before it runs: options and
+        flags without effect on it, one line each."""
+        from harness.core import options, plugins, refusals
 
         return options.resolve(plugins.backend_class(self.backend),
-                               [plugins.nemesis_class(n) for n in self.nemesis], self.options)[1]
+                               [plugins.nemesis_class(n) for n in self.nemesis], self.options)[1] + refusals.notes(self)
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)

@@ -89,11 +89,25 @@ def run_facts(spec: TestSpec, nemeses: list) -> dict:
             "validity": VALIDITY}
 
 
-def _run(spec: TestSpec, progress: bool, replay=None) -> RunOutcome:
-    preflight(spec)
+def refuse_early(spec: TestSpec, replay=None) -> list:
+    """The run's nemeses, or the BadArgument of a run that cannot be served, decided before
+    its run dir exists and any server starts: what the spec says (TestSpec.validate did most;
+    here what depends on planning its own faults, and on the load driver), two nemeses that
+    handle one op, then the server binaries this host lacks."""
+    from harness.core.refusals import fit
+
     if native.wanted(spec) and (why := native.refusal(spec)):
-        raise BadArgument(why)  # before any server starts
+        raise BadArgument(why)
+    if replay is None and spec.nemesis and (why := fit(spec)):  # a replay's faults bring their own timing
+        raise BadArgument(why)
     nemeses = [plugins.nemesis_class(n)() for n in spec.nemesis]
+    Combined(nemeses)  # refuses two nemeses that handle the same op
+    preflight(spec)
+    return nemeses
+
+
+def _run(spec: TestSpec, progress: bool, replay=None) -> RunOutcome:
+    nemeses = refuse_early(spec, replay)
     facts = run_facts(spec, nemeses)
     if replay is not None:
         facts["replay"] = replay.to_dict()
@@ -118,7 +132,8 @@ def _run(spec: TestSpec, progress: bool, replay=None) -> RunOutcome:
     timings: dict[str, float] = {}
     errors: list[str] = []
     done: set[int] = set()  # workers that said their last op was sent
-    started = False
+    started = False  # the cluster came up
+    going = False  # the workers have opened their clients and work: a refusal now comes too late to discard the run
 
     def drain(block_s: float = 0.0, *, until_empty: bool = False) -> None:
         """Record what the workers sent. Waits up to block_s for the first message; returns
@@ -184,7 +199,6 @@ def _run(spec: TestSpec, progress: bool, replay=None) -> RunOutcome:
         show.status("starting cluster")
         cluster.up()
         started = True
-        store.link_latest(Path(spec.store), run_dir)
         timings["cluster_up_s"] = round(time.monotonic() - t, 3)
         workers = (native.NativeLoad if native.wanted(spec) else Workers)(spec, cluster, run_dir / "nodes")
         nemesis.setup(NemesisContext(spec=spec, cluster=cluster, workers=workers))
@@ -192,6 +206,8 @@ def _run(spec: TestSpec, progress: bool, replay=None) -> RunOutcome:
         schedule = FaultSchedule(nemesis, spec.seed, fault_phase, spec.nemesis_interval,
                                  replay=None if replay is None else replay.faults)
         workers.start()
+        going = True
+        store.link_latest(Path(spec.store), run_dir)
         # Count time from when the workers are ready to work, not from process spawn.
         t0 = now_ns()
         requests_before = _requests(cluster)
@@ -230,9 +246,14 @@ def _run(spec: TestSpec, progress: bool, replay=None) -> RunOutcome:
                                  requests_before)
             show.close()
         interrupted = interrupted or interrupts.presses() > presses_before
-    if not started and not interrupted and aborted is not None:  # failed to start: leave no run dir
+    # Failed to start, or refused during start-up (a nemesis that needs a capability this
+    # cluster lacks, a client whose init refuses the lock kind): leave no run dir.
+    refused = isinstance(aborted, BadArgument) and not going
+    if (not started or refused) and not interrupted and aborted is not None:
         _discard_unstarted(run_dir, made_test_dir, cluster, aborted)
         raise aborted
+    if started and not going:  # interrupted, or an error, during start-up: the run dir stays, latest points at it
+        store.link_latest(Path(spec.store), run_dir)
     outcome = {"run_id": run_id, "interrupted": interrupted, "started": started,
                "aborted": None if aborted is None else _reason(aborted)}
     if interrupted:
@@ -276,8 +297,9 @@ _UNSTARTED_FILES = ("spec.json", "history.jsonl", "outcome.json", "results.json"
 
 
 def _discard_unstarted(run_dir: Path, made_test_dir: bool, cluster: Cluster | None, error: BaseException) -> None:
-    """A run whose cluster never came up leaves no run dir (`latest` was never moved to it):
-    remove what this run wrote there (spec.json, history.jsonl, nodes/), and the test's dir
+    """A run whose cluster never came up, or that was refused while starting (a BadArgument
+    before its workers went), leaves no run dir (`latest` was never moved to it): remove what
+    this run wrote there (spec.json, history.jsonl, nodes/), and the test's dir
     if this run made it. First the error takes over what the dir held for the user: a message
     that points into the run dir gets the last lines of the server logs it points at."""
     message = str(error)

@@ -100,6 +100,9 @@ def matrix(backends, nemeses, fencing, seeds, time_limit, concurrency, parallel,
         print("note: no expectations.toml found; every cell is expected \"either\"", file=human)
     if recheck:
         rows = read_csv(Path(recheck) / "matrix.csv")
+        if not rows:  # nothing to re-judge is not a pass
+            raise BadArgument(f"{Path(recheck) / 'matrix.csv'} holds no cells, so there is nothing to re-judge; "
+                              f"give the dir of a matrix that finished at least one run")
         if note := unrecognised(rows):
             print(note, file=human)
         try:
@@ -113,6 +116,13 @@ def matrix(backends, nemeses, fencing, seeds, time_limit, concurrency, parallel,
 
     bs = _names(backends, "backends") if backends else [b for b in plugins.backend_names() if b != "external"]
     ns = _names(nemeses, "nemeses")
+    from harness.core.refusals import fit
+    from harness.core.spec import TestSpec
+
+    for n in ns:  # each cell runs `chaos run` with this time limit and its default recovery: refused now, not per cell
+        if why := fit(TestSpec(backend=bs[0], nemesis=tuple(n.split("+")), time_limit=time_limit,
+                               recovery=min(3.0, time_limit / 4), concurrency=concurrency)):
+            raise BadArgument(f"--time-limit {time_limit:g} is too short for --nemeses {n}: {why.split('; lengthen')[0]}")
     fences = {"on": [True], "off": [False], "both": [False, True]}[fencing]
     jobs, skipped = [], []
     for b in bs:

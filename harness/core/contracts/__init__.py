@@ -15,12 +15,12 @@ from harness.core.contracts.client import ChoosesServers, Lease, LockClient, Rea
 from harness.core.contracts.cluster import (ClockControl, ClockInLog, Cluster, CountsRequests, HasLeader, NetworkControl,
                                             Node, ProcessControl, Provider, ServerKind, SetsClocksTogether, Shape,
                                             ShapesLinks, ShipsBinary)
-from harness.core.contracts.nemesis import MovesServerClocks, Nemesis, NemesisContext, Reactive
+from harness.core.contracts.nemesis import JudgesSpec, MovesServerClocks, Nemesis, NemesisContext, Reactive
 from harness.core.faults import FaultKind
 
 __all__ = [
     "CheckResult", "Checker", "ChoosesServers", "ClockControl", "ClockInLog", "Cluster", "CountsRequests", "FaultKind",
-    "HasLeader", "Lease", "LockClient", "MovesServerClocks", "Nemesis", "NemesisContext", "NetworkControl",
+    "HasLeader", "JudgesSpec", "Lease", "LockClient", "MovesServerClocks", "Nemesis", "NemesisContext", "NetworkControl",
     "Node", "ProcessControl", "Provider", "Reactive", "ReadsWallClock", "ServerKind", "SetsClocksTogether", "Shape",
     "ShapesLinks", "ShipsBinary", "StillHeld",
 ]

@@ -189,7 +189,7 @@ class Shape:
 
     def words(self) -> str:
         parts = []
-        if self.delay_ms:
+        if self.delay_ms or self.jitter_ms:
             parts.append(f"+{self.delay_ms:g} ms" + (f" +-{self.jitter_ms:g}" if self.jitter_ms else ""))
         if self.loss:
             parts.append(f"{self.loss:.0%} loss")

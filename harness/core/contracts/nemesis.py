@@ -145,6 +145,23 @@ class Nemesis(Protocol):
 
 
 @runtime_checkable
+class JudgesSpec(Protocol):
+    """Optional: what a nemesis class can tell from the spec alone, asked of the class before
+    any server starts (TestSpec.validate, the runner), so a run it cannot serve leaves no run
+    dir and moves no `latest`. Neither may need setup(), a cluster or the workers.
+
+    `refusal(spec)`: a setting (or combination) that makes this fault impossible or a no-op,
+    as one sentence naming it and the fix; None when the spec is fine. `span_s(spec)`: how
+    long one of its faults lasts at least, in seconds, when the nemesis times its own faults
+    (a reactive one starts a fault only if it ends within the fault phase); 0.0 when the
+    schedule times them."""
+
+    def refusal(self, spec: Any) -> str | None: ...
+
+    def span_s(self, spec: Any) -> float: ...
+
+
+@runtime_checkable
 class Reactive(Protocol):
     """Optional: a nemesis that answers history events (an ok acquire, its own op's
     completion) with ops of its own. Must be pure and quick: it plans, it does not act."""

@@ -47,7 +47,7 @@ def run_state(since: float) -> bool:
     (["compare", "--quick", "--backends", "redis"], "workers", signal.SIGTERM, 1),
     (["explore", "--backend", "redis", "--time-limit", "6", "--steps", "1"], "workers", signal.SIGINT, 1),
     (["client-check", EXAMPLE, "--servers", "valkey:1"], 0.5, signal.SIGINT, 3),
-    (["reproduce", "gc-pause", "--time-limit", "8"], 2.0, signal.SIGTERM, 1),
+    (["reproduce", "gc-pause", "--time-limit", "12"], 2.0, signal.SIGTERM, 1),  # 12: a pause fits (harness/core/refusals.py)
     (["matrix", "--backends", "redis", "--nemeses", "none", "--seeds", "1", "--time-limit", "6"], "workers",
      signal.SIGINT, 2),
 ], ids=["compare-3xINT", "compare-TERM", "explore-INT", "client-check-3xINT", "reproduce-TERM", "matrix-2xINT"])

@@ -208,11 +208,12 @@ def leftovers(before: dict, after: dict) -> list[str]:
     return found
 
 
-def tree(d: Path) -> dict[str, tuple[int, int]]:
+def tree(d: Path) -> dict[str, tuple]:
     out = {}
     for p in sorted(d.rglob("*")):
         st = p.lstat()  # a dir's own mtime moves when a check makes and removes a probe file in it
-        out[str(p.relative_to(d))] = (0, 0) if p.is_dir() and not p.is_symlink() else (st.st_size, st.st_mtime_ns)
+        out[str(p.relative_to(d))] = (0, 0) if p.is_dir() and not p.is_symlink() else \
+            (os.readlink(p), st.st_mtime_ns) if p.is_symlink() else (st.st_size, st.st_mtime_ns)
     return out
 
 
@@ -264,6 +265,9 @@ def hostile_id_guard(argv: list[str], monkeypatch) -> str | None:
 @pytest.mark.parametrize("r", ROWS, ids=[r.id for r in ROWS])
 def test_bad_input(r: Row, tmp_path, busy_port, tripwire_path, monkeypatch):
     (tmp_path / "store").mkdir()
+    if r.earlier:  # an earlier run of the same test, which store/latest names: a refusal must not move it
+        (tmp_path / "store" / r.earlier / "20200101T000000").mkdir(parents=True)
+        (tmp_path / "store" / "latest").symlink_to(f"{r.earlier}/20200101T000000")
     (tmp_path / "file").write_text("not a directory\n")
     (tmp_path / "tmpdir").mkdir()
     argv = expand(r, tmp_path, busy_port)

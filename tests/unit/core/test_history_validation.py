@@ -85,8 +85,14 @@ def test_foreign_fields_and_string_processes_are_fine(tmp_path):
 
 
 def test_paths_that_are_not_history_files(tmp_path):
-    with pytest.raises(BadHistory, match="holds no history.jsonl"):
-        read_history(tmp_path)
+    with pytest.raises(BadHistory, match="holds no history.jsonl and no runs, so there is nothing to read"):
+        read_history(tmp_path)  # an empty store: says that nothing is there
+    run = tmp_path / "store" / "redis-none" / "20261201T101500"
+    run.mkdir(parents=True)
+    (run / "history.jsonl").write_text("")
+    for given in (tmp_path / "store", tmp_path / "store" / "redis-none"):  # a store, a test's dir: name a run
+        with pytest.raises(BadHistory, match=f"is not a run but holds runs .*; give one of them, such as {run}$"):
+            read_history(given)
     (tmp_path / "history.jsonl").mkdir()
     with pytest.raises(BadHistory, match="is a directory"):
         read_history(tmp_path)
