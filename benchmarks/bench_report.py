@@ -103,4 +103,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks.stops import main_of
+
+    main_of(main, "bench_report")

@@ -23,20 +23,37 @@ import argparse
 import json
 import math
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
 SIZES = (125_000, 250_000, 500_000, 1_000_000)
 
 
 def _run(script: str, *args: str) -> str:
-    out = subprocess.run([sys.executable, str(HERE / script), *args], capture_output=True, text=True)
-    if out.returncode != 0:
-        last = (out.stderr.strip() or out.stdout.strip() or "no output").splitlines()[-1]
-        raise RuntimeError(f"{script} failed ({out.returncode}): {last}")
-    return out.stdout
+    """Run one benchmark script. A press reaches it too (the terminal's group), or is passed on
+    to it (a SIGTERM to this process alone): wait for it to tear its cluster down, then stop.
+    (subprocess.run would SIGKILL it a quarter second after the press, mid-teardown.)"""
+    from harness.core import interrupts
+
+    p = subprocess.Popen([sys.executable, str(HERE / script), *args], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate()
+    except KeyboardInterrupt:
+        with interrupts.shielded(f"waiting for {script} to tear down"):
+            p.send_signal(interrupts.ended_by() or signal.SIGINT)
+            p.communicate()
+        raise
+    if p.returncode in (130, 143, 129):
+        raise KeyboardInterrupt
+    if p.returncode != 0:
+        last = (err.strip() or out.strip() or "no output").splitlines()[-1]
+        raise RuntimeError(f"{script} failed ({p.returncode}): {last}")
+    return out
 
 
 def overhead() -> list[str]:
@@ -99,4 +116,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from benchmarks.stops import main_of
+
+    main_of(main, "budgets")

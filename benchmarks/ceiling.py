@@ -41,6 +41,8 @@ from harness.core.spec import TestSpec  # noqa: E402
 from harness.engine.native import DESIGNS  # noqa: E402
 from harness.engine.runner import run  # noqa: E402
 
+from benchmarks.stops import stop_if_interrupted  # noqa: E402
+
 
 def chaoslock(backend: str, clients: int, seconds: float, per_process: int, tmp: Path,
               native: bool = False) -> tuple[float | None, str]:
@@ -54,7 +56,7 @@ def chaoslock(backend: str, clients: int, seconds: float, per_process: int, tmp:
     spec = TestSpec(backend=backend, concurrency=clients, keys=clients, hold_max_ms=0, time_limit=seconds,
                     recovery=0.0, ttl_ms=1000, store=str(tmp / "store"), options=options,
                     command="benchmarks/ceiling.py")
-    out = run(spec, progress=False)
+    out = stop_if_interrupted(run(spec, progress=False))  # a press ends the benchmark, not only this run
     from harness.core.contracts.checker import verdict_word
 
     return cycles_per_s(read_history(out.run_dir / "history.jsonl")), verdict_word(out.summary.get("valid"))
@@ -114,4 +116,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from benchmarks.stops import main_of
+
+    main_of(main, "ceiling")

@@ -287,4 +287,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks.stops import main_of
+
+    main_of(main, "checker")

@@ -54,4 +54,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from benchmarks.stops import main_of
+
+    main_of(main, "compose_up")

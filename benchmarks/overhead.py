@@ -29,6 +29,8 @@ sys.path.insert(0, str(ROOT))
 from harness.cluster.assemble import make_cluster  # noqa: E402
 from harness.core.history import read_history  # noqa: E402
 from harness.engine.runner import run  # noqa: E402
+
+from benchmarks.stops import stop_if_interrupted  # noqa: E402
 from harness.core.spec import TestSpec  # noqa: E402
 from results.store import new_run_id  # noqa: E402
 
@@ -80,7 +82,7 @@ def recorded(seconds: float, tmp: Path) -> float:
     """Cycles/s chaoslock records: released cycles between the first invoke and the last release."""
     spec = TestSpec(backend="redis", concurrency=1, hold_max_ms=0, time_limit=seconds, recovery=0.0,
                     store=str(tmp / "store"), command="benchmarks/overhead.py")
-    out = run(spec, progress=False)
+    out = stop_if_interrupted(run(spec, progress=False))  # a press ends the benchmark, not only this run
     ops = [o for o in read_history(out.run_dir / "history.jsonl") if isinstance(o.process, int)]
     releases = [o for o in ops if o.f == "release" and o.type != "invoke"]
     span = (releases[-1].time_ns - ops[0].time_ns) / 1e9
@@ -143,4 +145,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from benchmarks.stops import main_of
+
+    main_of(main, "overhead")

@@ -389,13 +389,6 @@ def list_cmd(show_options):
     return 0
 
 
-def _terminate(signum, frame) -> None:
-    from harness.core import interrupts
-
-    interrupts.note(signum)  # so the command exits 143 (129), not Ctrl-C's 130
-    raise KeyboardInterrupt  # SIGTERM (a CI timeout, `kill`) and SIGHUP tear down like Ctrl-C
-
-
 def _interrupted() -> None:
     """A command that a signal ended without a last line of its own: say so, exit 130, 143 or 129."""
     from harness.core import interrupts
@@ -409,8 +402,9 @@ OUR_PACKAGES = ("harness", "nemesis", "workloads", "results", "benchmarks", "cli
 
 
 def main(argv: list[str] | None = None) -> None:
-    signal.signal(signal.SIGTERM, _terminate)
-    signal.signal(signal.SIGHUP, _terminate)
+    from harness.core import interrupts
+
+    interrupts.handle_stops()  # SIGTERM and SIGHUP tear down like Ctrl-C
     try:
         rv = cli.main(args=argv, prog_name="chaos", standalone_mode=False)
     except click.exceptions.Exit as e:

@@ -135,6 +135,18 @@ def ending() -> None:
     _to_end = False
 
 
+def _stop_like_ctrl_c(signum, frame) -> None:
+    note(signum)  # so the command exits 143 (129), not Ctrl-C's 130
+    raise KeyboardInterrupt
+
+
+def handle_stops() -> None:
+    """For a command's main: SIGTERM (a CI timeout, `kill`) and SIGHUP end it as Ctrl-C does,
+    with KeyboardInterrupt, so its teardown runs and it exits 143 or 129 (`exit_code`)."""
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, _stop_like_ctrl_c)
+
+
 def note(signum: int) -> None:
     """Record that `signum` (one of STOPS) arrived; the first one since the record
     started is what ended the command (`ended_by`)."""
