@@ -42,6 +42,16 @@ def run_state(since: float) -> bool:
     return root.is_dir() and any((d / "state.json").is_file() and d.stat().st_mtime >= since for d in root.iterdir())
 
 
+def stopped(p: subprocess.Popen, what: str) -> tuple[str, str]:
+    """Its output once it ended, or a failure if it did not end within 45 s of the signal."""
+    try:
+        return p.communicate(timeout=45)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        err = p.communicate()[1]
+        pytest.fail(f"{what} did not stop within 45 s of the signal: {err[-1500:]}")
+
+
 @pytest.mark.parametrize("argv, when, sig, presses", [
     (["compare", "--quick", "--backends", "redis"], "workers", signal.SIGINT, 3),
     (["compare", "--quick", "--backends", "redis"], "workers", signal.SIGTERM, 1),
@@ -66,14 +76,36 @@ def test_long_command_stops_and_leaves_nothing(tmp_path, argv, when, sig, presse
     for _ in range(presses):
         os.killpg(p.pid, sig)  # a terminal's Ctrl-C reaches the whole foreground group
         time.sleep(0.3)
-    try:
-        out, err = p.communicate(timeout=45)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, err = p.communicate()
-        pytest.fail(f"{argv[0]} did not stop within 45 s of the signal: {err[-1500:]}")
+    out, err = stopped(p, argv[0])
     assert p.returncode == (130 if sig == signal.SIGINT else 143), err[-2000:]
     assert "Traceback" not in err, err[-2000:]
+    after = eventually(everything_left, timeout=10, until=lambda a: not {k: a[k] - before[k] for k in a
+                                                                         if a[k] - before[k]})
+    assert {k: after[k] - before[k] for k in after if after[k] - before[k]} == {}
+
+
+@pytest.mark.parametrize("script, sig", [("overhead.py", signal.SIGTERM), ("ceiling.py", signal.SIGINT)])
+def test_a_benchmark_stops_on_the_first_signal_and_leaves_nothing(script, sig):
+    """A benchmark runs clusters and whole runs for minutes: the first signal ends it (the run
+    of the moment is torn down, the next one never starts), exit 128 + the signal, one line."""
+    before = everything_left()
+    since = time.time() - 1
+    args = ["--seconds", "20", "--repeat", "3"] if script == "overhead.py" else ["--backends", "redis", "--quick",
+                                                                                  "--seconds", "20"]
+    p = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    eventually(lambda: p.poll() is not None or run_state(since), timeout=120, step=0.02)
+    time.sleep(1.0)
+    assert p.poll() is None, f"it ended before it was interrupted: {p.communicate()[1][-2000:]}"
+    started = time.monotonic()
+    os.killpg(p.pid, sig)
+    out, err = stopped(p, script)
+    assert time.monotonic() - started < 30, "it went on to another run after the signal"
+    code = 130 if sig == signal.SIGINT else 143
+    assert p.returncode == code, out[-1000:] + err[-2000:]
+    assert "Traceback" not in err, err[-2000:]
+    assert err.strip().splitlines()[-1].endswith(f"exit code: {code} (interrupted by "
+                                                 f"{'Ctrl-C' if code == 130 else 'SIGTERM'})"), err[-1000:]
     after = eventually(everything_left, timeout=10, until=lambda a: not {k: a[k] - before[k] for k in a
                                                                          if a[k] - before[k]})
     assert {k: after[k] - before[k] for k in after if after[k] - before[k]} == {}
