@@ -107,6 +107,7 @@ def refuse_early(spec: TestSpec, replay=None) -> list:
 
 
 def _run(spec: TestSpec, progress: bool, replay=None) -> RunOutcome:
+    pressed = interrupts.presses()  # any press counted from here on ends the run (a shield swallows none)
     nemeses = refuse_early(spec, replay)
     facts = run_facts(spec, nemeses)
     if replay is not None:
@@ -213,6 +214,8 @@ def _run(spec: TestSpec, progress: bool, replay=None) -> RunOutcome:
         requests_before = _requests(cluster)
         end = t0 + int(spec.time_limit * 1e9)
         while now_ns() < end:
+            if interrupts.presses() > pressed:  # a press a start-up step held back and did not hand on
+                raise KeyboardInterrupt
             elapsed = (now_ns() - t0) / 1e9
             nxt = schedule.op(Context(time=elapsed))
             if isinstance(nxt, Planned):

@@ -24,7 +24,7 @@ for line in sys.stdin:
 '''
 
 
-@pytest.mark.parametrize("case", ["init-refuses-the-kind", "command-missing"])
+@pytest.mark.parametrize("case", ["init-refuses-the-kind", "exits-at-init"])
 def test_a_client_refusal_after_start_leaves_no_run_dir_and_keeps_latest(tmp_path, case):
     store = tmp_path / "store"
     test_dir = store / "external-none-rw"
@@ -33,13 +33,14 @@ def test_a_client_refusal_after_start_leaves_no_run_dir_and_keeps_latest(tmp_pat
     (store / "latest").symlink_to("external-none-rw/20200101T000000")
     script = tmp_path / "mutex_only.py"
     script.write_text(MUTEX_ONLY)
-    command = f"{sys.executable} {script}" if case == "init-refuses-the-kind" else str(tmp_path / "no-such-client")
+    # (a command that does not exist is refused before anything starts: the bad-input table has it)
+    command = f"{sys.executable} {script}" if case == "init-refuses-the-kind" else f"{sys.executable} -c 'exit(3)'"
     r = chaos("run", "--client", command, "--servers", "valkey:1", "--lock", "rw", "--time-limit", "3",
               "--concurrency", "2", "--store", str(store), timeout=180)
     err = r.stderr.strip().splitlines()
     assert r.returncode == 254 and len(err) == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
     assert ("answered unsupported to init with lock rw (only a mutex here)" if case == "init-refuses-the-kind"
-            else "cannot start the client") in err[0], err
+            else "did not start") in err[0], err
     assert sorted(p.name for p in test_dir.iterdir()) == ["20200101T000000"]  # no run dir of this run
     assert sorted(p.name for p in store.iterdir()) == ["external-none-rw", "latest"]  # nor an index of it
     assert str((store / "latest").readlink()) == "external-none-rw/20200101T000000"  # latest did not move
