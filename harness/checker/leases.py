@@ -42,7 +42,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from harness.checker.liveness import MARGIN_S, fault_spans, lease_s
-from harness.core.contracts.checker import UNKNOWN, CheckResult
+from harness.core.contracts.checker import INAPPLICABLE, PARTIAL, UNKNOWN, CheckResult
 from harness.core.facts import SESSIONS, VALIDITY, service_of
 from harness.core.history import NEMESIS, Op, pair_ops
 
@@ -95,11 +95,24 @@ def check_outlived(spec: Any, history: Sequence[Op]) -> CheckResult:
     unjudged = [d for d in deaths if d["outlived"] is None] + unrecorded
     measured = [d["outlived_s"] for d in deaths if d["outlived_s"] is not None]
     valid: Any = False if found else (UNKNOWN if unjudged else True)
+    details: dict[str, Any] = {"deaths": deaths[:MAX_LISTED], "findings": [_words(d, lease) for d in found[:MAX_LISTED]]}
+    if unjudged:  # each judged what it could; these deaths could not be (policy.finding_counts)
+        details[PARTIAL] = _not_judged(deaths, unrecorded)
     return CheckResult(name="outlived", valid=valid, summary={
         "holder_deaths": len(deaths), "outlived_holder": len(found), "deaths_not_judged": len(unjudged),
         "outlived_holder_s": round(max(measured), 3) if measured else None,
-        "outlived_bound_s": round(lease + MARGIN_S, 3)},
-        details={"deaths": deaths[:MAX_LISTED], "findings": [_words(d, lease) for d in found[:MAX_LISTED]]})
+        "outlived_bound_s": round(lease + MARGIN_S, 3)}, details=details)
+
+
+def _not_judged(deaths: list[dict], unrecorded: list[Op]) -> str:
+    blurred = sum(1 for d in deaths if d["outlived"] is None and d["other_fault"])
+    early = sum(1 for d in deaths if d["outlived"] is None and not d["other_fault"])
+    said = [f"{n} {what}" for n, what in (
+        (blurred, "death(s) with other faults in effect that could explain all of the wait"),
+        (early, "death(s) too close to the end of the history to judge"),
+        (len(unrecorded), "kill(s) whose death the history does not record (an older run)")) if n]
+    judged = len(deaths) - blurred - early
+    return f"{judged} of {len(deaths) + len(unrecorded)} holder death(s) judged; not judged: " + ", ".join(said)
 
 
 def _death(release: Op, oks: list[Op], grants: list[Op], other: list[tuple[int, int]], end: int,
@@ -158,10 +171,14 @@ def check_held(spec: Any, history: Sequence[Op]) -> CheckResult:
                                  "words": f"process {op.process} said it did not hold a lock it had just been granted "
                                           f"({round((op.time_ns - start.time_ns) / 1e9, 3):g} s after asking), "
                                           f"with no fault in between"})
-    # no answer at all: nothing was judged (a client with no opinion, or a run stored before)
+    # no answer at all: the client has no opinion to judge (or the run was stored before they
+    # were recorded): the promise does not apply, which leaves the run's verdict alone
+    details: dict[str, Any] = {"findings": findings[:MAX_LISTED]}
+    if not answers:
+        details[INAPPLICABLE] = "no held answers in the history: the client has no opinion of its own to judge"
     return CheckResult(name="held", valid=False if findings else (True if answers else UNKNOWN), summary={
         "held_answers": answers, "held_false": said_no, "held_false_unexplained": len(findings)},
-        details={"findings": findings[:MAX_LISTED]})
+        details=details)
 
 
 LINGER_SLACK_NS = 50_000_000  # a next grant this close to the releaser's validity came when its key expired
@@ -242,19 +259,30 @@ def check_fresh_leases(spec: Any, history: Sequence[Op]) -> CheckResult:
         elif limit is not None and left > limit:
             overlong.append(entry)
     valid: Any = False if expired or overlong else (UNKNOWN if without or not grants or limit is None else True)
-    error = "ops without valid_until_ns: their freshness is unknown" if without else None
+    error = None
+    details: dict[str, Any] = {"expired": expired[:MAX_LISTED], "overlong": overlong[:MAX_LISTED],
+                               "overlong_limit_ms": round(limit / 1e6, 3) if limit is not None else None,
+                               "expired_margin_ms": EXPIRED_MARGIN_NS / 1e6}
+    # what could not be judged: all of it (the run is unknown), or some of it (policy.finding_counts)
+    if not grants:
+        details["reason"] = "no acquire or renew was granted: no lease to judge"
+    elif without == grants:
+        details["reason"] = (f"none of the {grants} grant(s) says until when its lease is valid (valid_until_ns): "
+                             f"a lease's freshness cannot be judged without it")
+    elif valid == UNKNOWN:
+        details[PARTIAL] = "; ".join(x for x in (
+            f"{grants - without} of {grants} grant(s) judged; {without} without valid_until_ns" if without else "",
+            "overlong leases not judged: the session timeout of this session design was not recorded"
+            if limit is None else "") if x)
     if service_of(spec).validity != VALIDITY:
         valid = UNKNOWN if valid is not True else True
         if expired or overlong:
+            details.pop(PARTIAL, None)
             error = ("this run's clients may have counted their validity from when the acquire was sent (a run "
                      "stored before validity was recorded from the grant): its findings are shown, not judged")
     return CheckResult(name="fresh-leases", valid=valid, summary={
         "expired_grants": len(expired), "overlong_grants": len(overlong) if limit is not None else None,
-        "grants_without_validity": without},
-        details={"expired": expired[:MAX_LISTED], "overlong": overlong[:MAX_LISTED],
-                 "overlong_limit_ms": round(limit / 1e6, 3) if limit is not None else None,
-                 "expired_margin_ms": EXPIRED_MARGIN_NS / 1e6},
-        error=error)
+        "grants_without_validity": without}, details=details, error=error)
 
 
 __all__ = ["check_outlived", "check_fresh_leases", "check_held", "check_grants", "fault_spans"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from harness.core.contracts.checker import UNKNOWN, CheckResult, merge_valid, safe_check
+from harness.core.contracts.checker import INAPPLICABLE, PARTIAL, UNKNOWN, CheckResult, merge_valid, safe_check
 from harness.checker.keys import per_key
 from harness.checker.kinds import check_exclusion, check_linearizable_lock
 from harness.checker.leases import check_fresh_leases, check_grants, check_held, check_outlived
@@ -28,14 +28,43 @@ from harness.core.history import Op
 class Entry:
     """One checker of the registry: its name in results.json, the check (a function of
     (spec, history) -> CheckResult), and whether its verdict decides the run's: True, False,
-    or FINDINGS (a finding fails the run; its "unknown" leaves the run's verdict alone)."""
+    or FINDINGS (a finding fails the run; an "unknown" makes the run unknown unless the
+    checker says it judged what it could and left only some items unjudged, or that its
+    promise does not apply to this run: see `finding_counts`)."""
 
     name: str
     check: Callable[[Any, Sequence[Op]], CheckResult]
     decides: bool | str
 
 
-FINDINGS = "findings"  # Entry.decides: only what the checker found decides
+FINDINGS = "findings"  # Entry.decides: what the checker found decides; so does its crash
+
+
+def finding_counts(r: CheckResult) -> bool:
+    """Whether a FINDINGS checker's verdict counts in the run's verdict.
+
+    True and False count. "unknown" counts (the run is unknown) unless the checker said why it
+    may be left out: it judged every item it could and the rest legitimately could not be
+    judged (`details["partial"]`: a death blurred by another fault), or its promise does not
+    apply to this run (`details["inapplicable"]`: a client with no opinion of its own). A
+    checker that crashed (safe_check's result) or could not run never says either: it counts,
+    so the run is never VALID on a promise nobody judged."""
+    if r.valid is True or r.valid is False:
+        return True
+    d = r.details if isinstance(r.details, dict) else {}
+    excused = r.valid == UNKNOWN and not (r.error and "traceback" in d) and (d.get(PARTIAL) or d.get(INAPPLICABLE))
+    return not excused
+
+
+def why_not_judged(r: CheckResult) -> str | None:
+    """A checker's own reason for a verdict that is neither true nor false (None for one that is)."""
+    if r.valid is True or r.valid is False:
+        return None
+    d = r.details if isinstance(r.details, dict) else {}
+    why = r.error or d.get("reason") or d.get(PARTIAL) or d.get(INAPPLICABLE)
+    if r.valid != UNKNOWN:
+        why = f"its verdict {r.valid!r} is not one" + (f"; {why}" if why else "")
+    return why or "it gave no reason"
 
 
 def _linearizable_model(spec: Any) -> Entry:
@@ -129,12 +158,9 @@ def undecided(results: dict[str, CheckResult], judge: set[str], findings: set[st
     false, with its own reason (its error, or the reason in its details)."""
     said = []
     for name, r in results.items():
-        if name not in judge or name in findings or r.valid is True or r.valid is False:
+        if name not in judge or r.valid is True or r.valid is False or (name in findings and not finding_counts(r)):
             continue
-        why = r.error or (r.details or {}).get("reason")
-        if r.valid != UNKNOWN:
-            why = f"its verdict {r.valid!r} is not one" + (f"; {why}" if why else "")
-        said.append(f"checker {name} could not decide ({why or 'it gave no reason'})")
+        said.append(f"checker {name} could not decide ({why_not_judged(r)})")
     return "; ".join(said) or "the checkers could not decide"
 
 
@@ -142,7 +168,7 @@ def summarize(spec: Any, results: dict[str, CheckResult], run_dir: Path | None,
               outcome: dict | None = None) -> dict:
     judge = judged(spec)
     findings = {e.name for e in entries(spec) if e.decides == FINDINGS}
-    valid = merge_valid([r.valid for n, r in results.items() if n in judge and (n not in findings or r.valid is False)])
+    valid = merge_valid([r.valid for n, r in results.items() if n in judge and (n not in findings or finding_counts(r))])
     s: dict[str, Any] = {"valid": valid}
     mutex = results.get("mutex")
     s["violations"] = mutex.summary.get("violations") if mutex else None
@@ -164,7 +190,9 @@ def summarize(spec: Any, results: dict[str, CheckResult], run_dir: Path | None,
     s.update(backend=getattr(spec, "backend", None), nemesis=list(getattr(spec, "nemesis", ()) or ["none"]),
              seed=getattr(spec, "seed", None), fencing=getattr(spec, "fencing", None),
              run_dir=str(run_dir) if run_dir else None,
-             checkers={n: r.valid for n, r in results.items()})
+             checkers={n: r.valid for n, r in results.items()},
+             # every row that is neither true nor false, with its own reason
+             not_judged={n: why_not_judged(r) for n, r in results.items() if why_not_judged(r)})
     return s
 
 

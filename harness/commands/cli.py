@@ -97,6 +97,9 @@ def verdict_text(s: dict, *, interrupted_by: int | None = None) -> str:
     other = [f"{n}={val}" for n, val in (s.get("checkers") or {}).items() if n not in ("stats",)]
     if other:
         lines.append("  checkers: " + ", ".join(other))
+    for n, why in (s.get("not_judged") or {}).items():  # each row neither true nor false, with its reason
+        if f"checker {n} could not decide" not in (s.get("unknown_reason") or ""):
+            lines.append(f"  {n} not judged: {why}")
     for e in s.get("errors") or []:
         lines.append(f"  note: {e}")
     if s.get("netns_fallback"):

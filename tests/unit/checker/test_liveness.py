@@ -109,14 +109,30 @@ def test_a_dead_holders_lock_that_outlived_it_and_an_expired_grant_fail_the_run(
     assert s["checkers"][checker] is False and s["valid"] is False
 
 
-def test_an_unjudged_death_leaves_the_verdict_alone():
+def test_an_unjudged_death_leaves_the_verdict_alone_a_crashed_or_blind_checker_does_not():
+    """Issue 37: this test asserted that any "unknown" of outlived left the run VALID, the
+    defect itself; now only a checker that judged what it could (`partial`) does."""
     from dataclasses import replace
+
+    from harness.core.contracts.checker import safe_check
 
     results = verdicts(REDIS, read_history(GOLDEN / "fresh-ok.jsonl"))
     assert summarize(REDIS, results, None, {})["valid"] is True
-    results["outlived"] = replace(results["outlived"], valid="unknown")  # a death another fault blurred
+    blurred = "0 of 1 holder death(s) judged; not judged: 1 death(s) with other faults in effect ..."
+    results["outlived"] = replace(results["outlived"], valid="unknown", details={"partial": blurred})
     s = summarize(REDIS, results, None, {})
     assert s["checkers"]["outlived"] == "unknown" and s["valid"] is True
+    assert s["not_judged"]["outlived"] == blurred  # the row says so
+
+    def boom(spec, history):
+        raise RuntimeError("a bug in the checker")
+
+    results["outlived"] = safe_check(boom, REDIS, [], name="outlived")
+    s = summarize(REDIS, results, None, {})
+    assert s["valid"] == "unknown" and s["not_judged"]["outlived"] == "RuntimeError: a bug in the checker"
+    assert "checker outlived could not decide (RuntimeError: a bug in the checker)" in s["unknown_reason"]
+    results["outlived"] = replace(results["outlived"], error=None, details={"reason": "no deaths to read"})
+    assert summarize(REDIS, results, None, {})["valid"] == "unknown"  # could not judge, with no excuse
 
 
 def test_liveness_decides_the_verdict_and_the_others_are_shown():
