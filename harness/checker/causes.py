@@ -146,7 +146,8 @@ class Attribution:
     """Causes for the overlaps of one history (see the module doc)."""
 
     def __init__(self, spec: Any, history: Sequence[Op]):
-        self.concurrency = max(1, int(getattr(spec, "concurrency", 1) or 1))
+        n = getattr(spec, "concurrency", None)  # None: a bare history, whose workers are unknown
+        self.concurrency = max(1, int(n)) if isinstance(n, int) and not isinstance(n, bool) else None
         self.service = service_of(spec)  # the facts the run recorded, or what the spec alone says
         self.kind, self.n_servers = self.service.kind, self.service.servers
         self.faults = faults_of(history, faults.table(getattr(spec, "facts", None)))
@@ -258,7 +259,11 @@ class Attribution:
                                     acquire=ok, deadlines=tuple(deadlines))
 
     def worker(self, process: Any) -> int | None:
-        return process % self.concurrency if isinstance(process, int) else None
+        """The worker of a process id, or None when it cannot be known: an id that is not an
+        integer (any JSON scalar is allowed), or a history whose concurrency was not recorded."""
+        if self.concurrency is None or not isinstance(process, int) or isinstance(process, bool):
+            return None
+        return process % self.concurrency
 
     # -- the causes ------------------------------------------------------------------------
     def cause(self, first_index: int, second_index: int) -> dict:
@@ -291,7 +296,7 @@ class Attribution:
                     "detail": f"{CAUSES['overran-paused']}: process {a.process} was paused and went on "
                               f"{past_s:g} s past its lease; {FENCING}"}
         cut = [f for f in self.faults if "overran-cut-off" in f.explains and f.meets(a.start_ns, a.end_ns)
-               and (f"c{w + 1}" in f.targets or "@any-client" in f.targets)]
+               and ((w is not None and f"c{w + 1}" in f.targets) or "@any-client" in f.targets)]
         if cut:
             return {"cause": "overran-cut-off", **out,
                     "detail": f"{CAUSES['overran-cut-off']}: process {a.process} went on {past_s:g} s past its "
