@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from harness.checker.liveness import MARGIN_S, fault_spans, lease_s
+from harness.checker.liveness import MARGIN_S, NO_TTL, fault_spans, lease_s
 from harness.core.contracts.checker import INAPPLICABLE, PARTIAL, UNKNOWN, CheckResult
 from harness.core.facts import SESSIONS, VALIDITY, service_of
 from harness.core.history import NEMESIS, Op, pair_ops
@@ -70,6 +70,8 @@ def check_outlived(spec: Any, history: Sequence[Op]) -> CheckResult:
 
     end = max((o.time_ns for o in history), default=0)
     lease = lease_s(spec)
+    if lease is None:
+        return _outlived_without_lease(history)
     limit_ns = int((lease + MARGIN_S) * 1e9)
     other = sorted((f.start_ns, f.end_ns) for f in faults_of(history, faults.table(getattr(spec, "facts", None)))
                    if f.f not in DEATH_FAULTS)
@@ -102,6 +104,15 @@ def check_outlived(spec: Any, history: Sequence[Op]) -> CheckResult:
         "holder_deaths": len(deaths), "outlived_holder": len(found), "deaths_not_judged": len(unjudged),
         "outlived_holder_s": round(max(measured), 3) if measured else None,
         "outlived_bound_s": round(lease + MARGIN_S, 3)}, details=details)
+
+
+def _outlived_without_lease(history: Sequence[Op]) -> CheckResult:
+    """outlived of a history that does not say its lease: deaths cannot be judged; none, nothing to judge."""
+    died = sum(1 for o in history if o.f == "release" and o.type == "info" and (o.error or "").startswith(KILLED))
+    return CheckResult(name="outlived", valid=UNKNOWN if died else True, error=NO_TTL if died else None,
+                       details={"reason": NO_TTL} if died else {}, summary={
+                           "holder_deaths": died, "outlived_holder": 0, "deaths_not_judged": died,
+                           "outlived_holder_s": None, "outlived_bound_s": None})
 
 
 def _not_judged(deaths: list[dict], unrecorded: list[Op]) -> str:
@@ -236,6 +247,8 @@ def overlong_limit_ns(spec: Any) -> int | None:
     if service.kind in SESSIONS and service.session_timeout_ms is None:
         return None
     lease = lease_s(spec)
+    if lease is None:
+        return None
     return int(lease * (1 + OVERLONG_SHARE) * 1e9) + OVERLONG_SLACK_NS
 
 
@@ -272,7 +285,8 @@ def check_fresh_leases(spec: Any, history: Sequence[Op]) -> CheckResult:
     elif valid == UNKNOWN:
         details[PARTIAL] = "; ".join(x for x in (
             f"{grants - without} of {grants} grant(s) judged; {without} without valid_until_ns" if without else "",
-            "overlong leases not judged: the session timeout of this session design was not recorded"
+            ("overlong leases not judged: " + ("the session timeout of this session design was not recorded"
+                                               if lease_s(spec) is not None else NO_TTL))
             if limit is None else "") if x)
     if service_of(spec).validity != VALIDITY:
         valid = UNKNOWN if valid is not True else True

@@ -45,18 +45,38 @@ MAX_LISTED = 50
 QUEUED_KINDS = ("zookeeper",)  # lock services whose locks are FIFO queues (sequential znodes)
 
 
-def lease_s(spec: Any) -> float:
+def lease_s(spec: Any) -> float | None:
     """How long a lock may outlive its holder's last word: the TTL, or the session timeout
-    where the service has sessions and it is longer."""
+    where the service has sessions and it is longer. None when neither is known (a history
+    checked without its spec.json, and no `chaos check --ttl`): never a default."""
     service = service_of(spec)
     ttl = (getattr(spec, "ttl_ms", None) or 0) / 1000
     session = (service.session_timeout_ms or 0) / 1000
-    return max(ttl, session)
+    return max(ttl, session) or None
 
 
-def bound_s(spec: Any) -> float:
-    """The longest a healthy lock may take to be granted again (see the module doc)."""
-    return round(lease_s(spec) + float(getattr(spec, "acquire_timeout", 0) or 0) + MARGIN_S, 3)
+NO_TTL = ("the history does not say the lock's TTL (no spec.json beside it): give it with "
+          "`chaos check --ttl MS`")
+
+
+def acquire_timeout_s(spec: Any, history: Sequence[Op] = ()) -> float:
+    """The spec's acquire timeout; for a history without one (a bare history), the longest
+    an acquire in it took: what the history says, never a default."""
+    t = getattr(spec, "acquire_timeout", None)
+    if t is not None:
+        return float(t)
+    ops = sorted((o for o in history if o.process not in (NEMESIS, "final")), key=lambda o: (o.time_ns, o.index))
+    return max(((d.time_ns - i.time_ns) / 1e9 for i, d in pair_ops(ops) if i.f == "acquire" and d is not None),
+               default=0.0)
+
+
+def bound_s(spec: Any, history: Sequence[Op] = ()) -> float | None:
+    """The longest a healthy lock may take to be granted again (see the module doc); None
+    without a lease."""
+    lease = lease_s(spec)
+    if lease is None:
+        return None
+    return round(lease + acquire_timeout_s(spec, history) + MARGIN_S, 3)
 
 
 def queued(spec: Any) -> bool | None:
@@ -186,7 +206,11 @@ def check_liveness(spec: Any, history: Sequence[Op]) -> CheckResult:
     """Stuck and starved locks, and availability by phase (module doc)."""
     end = max((o.time_ns for o in history), default=0)
     begin = min((o.time_ns for o in history), default=0)
-    bound = bound_s(spec)
+    bound = bound_s(spec, history)
+    if bound is None:
+        return CheckResult(name="liveness", valid=UNKNOWN, error=NO_TTL, details={"reason": NO_TTL}, summary={
+            "stuck": None, "starved": None, "liveness_bound_s": None, "granted_after_heal_s": None,
+            "free_unavailable_s": None})
     bound_ns = int(bound * 1e9)
     faulted = fault_spans(spec, history)
     cuts = [(s.start_ns, s.end_ns) for s in faulted]
@@ -231,7 +255,7 @@ def check_liveness(spec: Any, history: Sequence[Op]) -> CheckResult:
     if not acqs:
         valid, error = UNKNOWN, "no acquire in the history"
     return CheckResult(name="liveness", valid=valid, summary=summary, error=error, details={
-        "bound": {"lease_s": lease_s(spec), "acquire_timeout_s": getattr(spec, "acquire_timeout", None),
+        "bound": {"lease_s": lease_s(spec), "acquire_timeout_s": acquire_timeout_s(spec, history),
                   "margin_s": MARGIN_S, "bound_s": bound},
         "queue": judge_queue, "stuck": stuck[:MAX_LISTED], "starved": starved[:MAX_LISTED],
         "bands": bands[:MAX_LISTED * 4], "last_heal_ns": last_heal})

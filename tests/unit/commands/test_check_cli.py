@@ -31,7 +31,9 @@ def test_check_a_whole_lock_history():
     assert r.returncode == 1
     s = json.loads(r.stdout)
     assert s["violations"] == 1 and s["lost_updates"] == 1 and s["stale_writes_accepted"] == 1
-    assert chaos("check", str(GOLDEN / "lock" / "sequential-ok.jsonl")).returncode == 0
+    # a bare history says no TTL; its grants say 2 s, as --ttl does (issue 37: no default spec)
+    assert chaos("check", str(GOLDEN / "lock" / "sequential-ok.jsonl")).returncode == 2
+    assert chaos("check", str(GOLDEN / "lock" / "sequential-ok.jsonl"), "--ttl", "2000").returncode == 0
 
 
 def test_out_of_time_is_unknown(tmp_path):
