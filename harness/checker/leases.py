@@ -7,9 +7,11 @@ lock must end with its lease. Measured from the death to the next grant of that 
 another process, against the lease (`lease_s`: the TTL, or the session timeout of a session
 design) and against what the holder last believed (`valid_until_ns` of its acquire and
 renews, listed as the renewals that led there). A lock that outlived its holder by more than
-the lease + `MARGIN_S` is a finding: "the lock outlived its holder by N s (TTL T s)". A death
-with another kind of fault in effect before the next grant, or with the history ending before
-the bound, is not judged ("unknown"), never a pass.
+the lease + `MARGIN_S` is a finding: "the lock outlived its holder by N s (TTL T s)". Another
+kind of fault in effect before the next grant explains the wait only while it was in effect:
+the rest past the bound is still a finding. A death whose excess those faults could explain in
+full, or with the history ending before the bound, is not judged ("unknown", details
+`partial`: the run's verdict comes from the rest), never a pass.
 
 **Fresh leases** (`check_fresh_leases`). An acquire or renew `ok` must hand out a lease that
 is still valid: one whose `valid_until_ns` is not later than `EXPIRED_MARGIN_NS` after the
@@ -119,7 +121,7 @@ def _not_judged(deaths: list[dict], unrecorded: list[Op]) -> str:
     blurred = sum(1 for d in deaths if d["outlived"] is None and d["other_fault"])
     early = sum(1 for d in deaths if d["outlived"] is None and not d["other_fault"])
     said = [f"{n} {what}" for n, what in (
-        (blurred, "death(s) with other faults in effect that could explain all of the wait"),
+        (blurred, "death(s) with other faults in effect that could explain all of the wait past the bound"),
         (early, "death(s) too close to the end of the history to judge"),
         (len(unrecorded), "kill(s) whose death the history does not record (an older run)")) if n]
     judged = len(deaths) - blurred - early
@@ -132,24 +134,42 @@ def _death(release: Op, oks: list[Op], grants: list[Op], other: list[tuple[int, 
     believed = max((o.valid_until_ns for o in oks if o.valid_until_ns), default=None)
     nxt = next((g for g in grants if g.time_ns > died and g.key == release.key and g.process != release.process), None)
     until = nxt.time_ns if nxt is not None else end
-    blurred = any(a <= until and died <= b for a, b in other)
+    # Another fault explains the wait only while it was in effect (the lease is the bound's):
+    # judged on the rest, unknown only when the faults could explain all that went past the bound.
+    faulted = _covered(other, died, until)
+    blurred = faulted > 0
+    unexplained = until - died - faulted
     outlived: bool | None
-    if blurred:
-        outlived = None  # another fault could have kept the lock from anyone
-    elif nxt is not None:
-        outlived = until - died > limit_ns
+    if unexplained > limit_ns:
+        outlived = True  # granted late, or never again, by more than any fault explains
+    elif nxt is not None and until - died <= limit_ns:
+        outlived = False  # granted again within the bound, faults or not
     else:
-        outlived = True if end - died > limit_ns else None  # never granted again: judged once past the bound
+        outlived = None  # faults could explain the rest, or the history ended before the bound
     return {"process": release.process, "key": release.key, "died_ns": died, "death": _brief(release),
             "next_grant": _brief(nxt), "outlived_s": round((until - died) / 1e9, 3) if nxt is not None or outlived else None,
             "past_validity_s": round((until - believed) / 1e9, 3) if believed is not None else None,
             "lease_s": lease, "outlived": outlived, "other_fault": blurred,
+            "faulted_s": round(faulted / 1e9, 3), "unexplained_s": round(unexplained / 1e9, 3),
             "renewals": [_brief(o) for o in oks[-MAX_LISTED:]]}
+
+
+def _covered(spans: list[tuple[int, int]], lo: int, hi: int) -> int:
+    """How much of [lo, hi] the (sorted) spans cover, each instant once."""
+    out, at = 0, lo
+    for a, b in spans:
+        a, b = max(a, at), min(b, hi)
+        if b > a:
+            out += b - a
+            at = b
+    return out
 
 
 def _words(d: dict, lease: float) -> str:
     never = " (never granted again)" if d["next_grant"] is None else ""
-    return f"the lock outlived its holder by {d['outlived_s']:g} s (TTL {lease:g} s){never}, after {len(d['renewals'])} acquire/renewals"
+    faults = f", {d['faulted_s']:g} s of it under other faults" if d.get("faulted_s") else ""
+    return (f"the lock outlived its holder by {d['outlived_s']:g} s (TTL {lease:g} s){never}{faults}, "
+            f"after {len(d['renewals'])} acquire/renewals")
 
 
 def check_held(spec: Any, history: Sequence[Op]) -> CheckResult:

@@ -10,10 +10,12 @@ useless. This checker reads, from the history alone (and the facts the run recor
   last confirmation (`lease_s`: the TTL, or the session timeout of a session design). An
   acquire in doubt (`info`, or never completed) may hold from its invoke until one lease
   after its completion. An acquire that failed held nothing.
-- **stuck**: a stretch in which nobody may hold the lock, no fault is in effect, and
-  acquires kept asking (from the first one in flight in it to the last, failing) for longer
-  than the bound, without a grant. A lock busy the whole time is never stuck: its holders
-  may-hold it.
+- **stuck**: a stretch in which nobody may hold the lock and acquires kept asking (from the
+  first one in flight to the last, failing), outside faults, for longer than the bound in all,
+  without a grant. A fault explains a stall only while it is in effect; the lease it could
+  hold up after its heal is the bound's. Faults do not reset the count: a lock free and asked
+  for 55 s with a slow link every 3 s is stuck, however the schedule cuts the stretch. A lock
+  busy the whole time is never stuck: its holders may-hold it.
 - **starved** (only designs that promise a queue): one acquire that waited longer than the
   bound while others were granted the lock twice or more, with no fault in effect during
   its wait. A waiter behind one long hold is not starved.
@@ -225,21 +227,33 @@ def check_liveness(spec: Any, history: Sequence[Op]) -> CheckResult:
     by_key: dict[Any, list] = {}
     for a in acqs:
         by_key.setdefault(a[0].key, []).append(a)
+    longest = 0  # ns: the most a free lock was asked for, outside faults, in one stretch
     for key, mine in by_key.items():
         busy = held.get(key, [])
         demand = _Asking(_union([(i.time_ns, t) for i, _, t in mine]))
         for lo, hi in _subtract(begin, end, busy):
-            for a, b in _subtract(lo, hi, cuts):
-                asked = demand.of(a, b)
-                if asked < MIN_BAND_S * 1e9:
-                    continue
-                tried = [(i, d) for i, d, t in mine if i.time_ns < b and t > a]
-                band = {"key": key, "start_ns": a, "end_ns": b, "free_s": round((b - a) / 1e9, 3),
-                        "asking_s": round(asked / 1e9, 3), "stuck": asked > bound_ns,
-                        "attempts": len(tried), "ended_by": _ended_by(b, end, busy, cuts)}
-                bands.append(band)
-                if band["stuck"]:
-                    stuck.append({**band, "acquires": [[_brief(i), _brief(d)] for i, d in tried[:MAX_LISTED]]})
+            # A fault explains the stall only while it is in effect (the lease it could hold up
+            # after its heal is the bound's): the asking outside faults adds up over the whole
+            # stretch the lock was free, however many faults cut it (never reset by one).
+            pieces = [(a, b, demand.of(a, b)) for a, b in _subtract(lo, hi, cuts)]
+            total = sum(x for _, _, x in pieces)
+            longest = max(longest, total)
+            is_stuck = total > bound_ns
+            mine_bands = [{"key": key, "start_ns": a, "end_ns": b, "free_s": round((b - a) / 1e9, 3),
+                           "asking_s": round(x / 1e9, 3), "stuck": is_stuck,
+                           "attempts": sum(1 for i, d, t in mine if i.time_ns < b and t > a),
+                           "ended_by": _ended_by(b, end, busy, cuts)}
+                          for a, b, x in pieces if x >= MIN_BAND_S * 1e9]
+            bands += mine_bands
+            if is_stuck:
+                tried = [(i, d) for i, d, t in mine if i.time_ns < hi and t > lo]
+                first = next(b for b in mine_bands) if mine_bands else {"start_ns": lo}
+                stuck.append({"key": key, "start_ns": first["start_ns"], "end_ns": hi,
+                              "free_s": round((hi - first["start_ns"]) / 1e9, 3), "asking_s": round(total / 1e9, 3),
+                              "faulted_s": round((hi - lo - sum(b - a for a, b, _ in pieces)) / 1e9, 3),
+                              "faults": sum(1 for a, b in cuts if a < hi and b > lo), "stuck": True,
+                              "attempts": len(tried), "ended_by": _ended_by(hi, end, busy, cuts),
+                              "acquires": [[_brief(i), _brief(d)] for i, d in tried[:MAX_LISTED]]})
     judge_queue = queued(spec)
     starved = _starved(acqs, cuts, bound_ns) if judge_queue else []
     after = [d.time_ns for _, d, _ in acqs if d is not None and d.type == "ok" and last_heal is not None
@@ -248,7 +262,7 @@ def check_liveness(spec: Any, history: Sequence[Op]) -> CheckResult:
         "stuck": len(stuck), "starved": len(starved) if judge_queue else None,
         "liveness_bound_s": bound, "availability": availability(acqs, faulted, last_heal),
         "granted_after_heal_s": round((min(after) - last_heal) / 1e9, 3) if after else None,
-        "free_unavailable_s": round(max((b["asking_s"] for b in bands), default=0.0), 3),
+        "free_unavailable_s": round(longest / 1e9, 3),
     }
     valid: Any = not stuck and not starved
     error = None
