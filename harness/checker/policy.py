@@ -8,6 +8,7 @@ critical section proved nothing: it is never VALID (`unknown_reason` says why).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -35,6 +36,9 @@ class Entry:
     name: str
     check: Callable[[Any, Sequence[Op]], CheckResult]
     decides: bool | str
+    # for a checker with a time budget: the check with another budget in seconds
+    # (`chaos check --time-limit`); None for a linear one
+    budget: Callable[[float], Callable[[Any, Sequence[Op]], CheckResult]] | None = None
 
 
 FINDINGS = "findings"  # Entry.decides: what the checker found decides; so does its crash
@@ -69,12 +73,17 @@ def why_not_judged(r: CheckResult) -> str | None:
 
 def _linearizable_model(spec: Any) -> Entry:
     model = "fenced-register" if getattr(spec, "fencing", False) else "register"
-    return Entry(name=f"linearizable-{model}", check=LinearizableChecker(model, time_limit=10.0), decides=True)
+    return Entry(name=f"linearizable-{model}", check=LinearizableChecker(model, time_limit=TIME_LIMIT_S), decides=True,
+                 budget=lambda t: LinearizableChecker(model, time_limit=t))
 
 
 def _linearizable_mutex(spec: Any) -> Entry:
     # the model is the lock kind the history's acquires carry (harness/checker/kinds.py)
-    return Entry(name="linearizable-mutex", check=check_linearizable_lock, decides=not getattr(spec, "fencing", False))
+    return Entry(name="linearizable-mutex", check=check_linearizable_lock, decides=not getattr(spec, "fencing", False),
+                 budget=lambda t: functools.partial(check_linearizable_lock, time_limit=t))
+
+
+TIME_LIMIT_S = 10.0  # a run's budget for each linearizability search (chaos check --time-limit sets another)
 
 
 # The registry: one line per checker, each a function of the spec giving its Entry, or None
@@ -106,9 +115,11 @@ def entries(spec: Any) -> list[Entry]:
     return [e for make in REGISTRY if (e := make(spec)) is not None]
 
 
-def checkers(spec: Any) -> list[tuple[str, Any]]:
-    """(name, fn) of every checker a run applies to its own history."""
-    return [(e.name, e.check) for e in entries(spec)]
+def checkers(spec: Any, time_limit: float | None = None) -> list[tuple[str, Any]]:
+    """(name, fn) of every checker a run applies to its own history; with `time_limit`, each
+    budgeted one gets that budget (seconds)."""
+    return [(e.name, e.budget(time_limit) if time_limit is not None and e.budget is not None else e.check)
+            for e in entries(spec)]
 
 
 def judged(spec: Any) -> set[str]:
@@ -116,8 +127,8 @@ def judged(spec: Any) -> set[str]:
     return {e.name for e in entries(spec) if e.decides}
 
 
-def verdicts(spec: Any, history: Sequence[Op]) -> dict[str, CheckResult]:
-    return {name: safe_check(fn, spec, history, name=name) for name, fn in checkers(spec)}
+def verdicts(spec: Any, history: Sequence[Op], time_limit: float | None = None) -> dict[str, CheckResult]:
+    return {name: safe_check(fn, spec, history, name=name) for name, fn in checkers(spec, time_limit)}
 
 
 def unknown_reason(summary: dict, outcome: dict) -> str | None:
@@ -164,6 +175,26 @@ def undecided(results: dict[str, CheckResult], judge: set[str], findings: set[st
     return "; ".join(said) or "the checkers could not decide"
 
 
+def _merged_summaries(results: dict[str, CheckResult], taken: set[str]) -> dict[str, Any]:
+    """The checkers' summary keys in one dict. A key two or more checkers share is also named
+    by each checker (`linearizable-mutex.invalid_keys`), and stays plain only when they agree,
+    so no checker's value reads as another's (or as the run's)."""
+    by_key: dict[str, list[tuple[str, Any]]] = {}
+    for name, r in results.items():
+        for k, v in (r.summary or {}).items():
+            by_key.setdefault(k, []).append((name, v))
+    out: dict[str, Any] = {}
+    for k, said in by_key.items():
+        if k in taken:
+            continue
+        if len(said) > 1:
+            out.update({f"{name}.{k}": v for name, v in said})
+            if any(v != said[0][1] for _, v in said):
+                continue
+        out[k] = said[0][1]
+    return out
+
+
 def summarize(spec: Any, results: dict[str, CheckResult], run_dir: Path | None,
               outcome: dict | None = None) -> dict:
     judge = judged(spec)
@@ -172,9 +203,7 @@ def summarize(spec: Any, results: dict[str, CheckResult], run_dir: Path | None,
     s: dict[str, Any] = {"valid": valid}
     mutex = results.get("mutex")
     s["violations"] = mutex.summary.get("violations") if mutex else None
-    for r in results.values():
-        for k, v in r.summary.items():
-            s.setdefault(k, v)
+    s.update(_merged_summaries(results, taken=set(s)))
     outcome = outcome or {}  # how the run ended (harness.engine.analysis.read_outcome), {} if unknown
     reason = unknown_reason(s, outcome)
     holes = outcome.get("ops_lost") or outcome.get("workers_died") or s.get("writes_missing")

@@ -310,7 +310,8 @@ def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency
 @click.argument("path", type=click.Path())
 @click.option("--model", type=click.Choice(["mutex", "register", "cas-register", "fenced-register"]), default=None,
               help="check one linearizability model only (default: every checker of a run)")
-@click.option("--time-limit", type=float, default=30.0, show_default=True, help="checker budget in seconds")
+@click.option("--time-limit", type=float, default=30.0, show_default=True,
+              help="budget in seconds of each linearizability search (with or without --model)")
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 @click.option("--ttl", "ttl_ms", type=int, default=None, metavar="MS",
               help="a history without spec.json: the lock's TTL in ms (else what needs it is unknown)")
@@ -348,7 +349,7 @@ def check(path, model, time_limit, as_json, ttl_ms, keys, backend):
 
             out["unknown_reason"] = undecided({model: r}, {model}, set())
     else:
-        results = verdicts(spec, history)
+        results = verdicts(spec, history, time_limit)
         # outcome.json lies beside the history: a crashed run's history alone is never VALID
         out = summarize(spec, results, p if p.is_dir() else None, read_outcome(p if p.is_dir() else p.parent))
         valid = out["valid"]
