@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from harness.checker.policy import summarize, verdicts
-from harness.commands.cli import bare_given
+from harness.commands.check import bare_given
 from harness.core.errors import BadArgument
 from harness.core.spec import TestSpec
 from results import store
