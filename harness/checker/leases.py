@@ -41,6 +41,7 @@ key that carry the same fencing token (`duplicate_tokens`: fencing cannot tell t
 
 from __future__ import annotations
 
+import bisect
 from typing import Any, Sequence
 
 from harness.checker.liveness import MARGIN_S, NO_TTL, fault_spans, lease_s
@@ -78,7 +79,7 @@ def check_outlived(spec: Any, history: Sequence[Op]) -> CheckResult:
     other = sorted((f.start_ns, f.end_ns) for f in faults_of(history, faults.table(getattr(spec, "facts", None)))
                    if f.f not in DEATH_FAULTS)
     ops = _client_ops(history)
-    grants = [o for o in ops if o.f == "acquire" and o.type == "ok"]
+    grants = _ByKey([o for o in ops if o.f == "acquire" and o.type == "ok"])
     hold: dict[Any, list[Op]] = {}  # process -> its current hold's acquire and renew oks
     deaths: list[dict] = []
     for op in ops:
@@ -128,11 +129,11 @@ def _not_judged(deaths: list[dict], unrecorded: list[Op]) -> str:
     return f"{judged} of {len(deaths) + len(unrecorded)} holder death(s) judged; not judged: " + ", ".join(said)
 
 
-def _death(release: Op, oks: list[Op], grants: list[Op], other: list[tuple[int, int]], end: int,
+def _death(release: Op, oks: list[Op], grants: "_ByKey", other: list[tuple[int, int]], end: int,
            limit_ns: int, lease: float) -> dict:
     died = release.time_ns
     believed = max((o.valid_until_ns for o in oks if o.valid_until_ns), default=None)
-    nxt = next((g for g in grants if g.time_ns > died and g.key == release.key and g.process != release.process), None)
+    nxt = grants.next_after(release.key, died, release.process)
     until = nxt.time_ns if nxt is not None else end
     # Another fault explains the wait only while it was in effect (the lease is the bound's):
     # judged on the rest, unknown only when the faults could explain all that went past the bound.
@@ -223,6 +224,8 @@ def check_grants(spec: Any, history: Sequence[Op]) -> CheckResult:
     spans = [(f.start_ns, f.end_ns) for f in faults_of(history, faults.table(getattr(spec, "facts", None)))]
     ops = _client_ops(history)
     grants = [o for o in ops if o.f == "acquire" and o.type == "ok"]
+    by_key = _ByKey(grants)
+    refused = _ByKey([o for o in ops if o.f == "acquire" and o.type in ("fail", "info")])
     valid_until: dict[Any, int | None] = {}
     asked_at: dict[Any, int] = {}  # process -> when its pending op was invoked
     lingering = []
@@ -233,9 +236,8 @@ def check_grants(spec: Any, history: Sequence[Op]) -> CheckResult:
             valid_until[op.process] = op.valid_until_ns
         elif op.f == "release" and op.type in ("fail", "info") and not (op.error or "").startswith(KILLED):
             v = valid_until.pop(op.process, None)
-            nxt = next((g for g in grants if g.time_ns > op.time_ns and g.key == op.key and g.process != op.process), None)
-            asked = nxt is not None and any(o.f == "acquire" and o.type in ("fail", "info") and o.key == op.key
-                                            and op.time_ns < o.time_ns < nxt.time_ns for o in ops)
+            nxt = by_key.next_after(op.key, op.time_ns, op.process)
+            asked = nxt is not None and refused.any_between(op.key, op.time_ns, nxt.time_ns)
             # only a release asked for while its lease was still valid: one sent after it ran out
             # found its key gone, or expiring, on its own
             # (and with no fault between it and the next grant: a fault can keep everyone out)
@@ -258,6 +260,30 @@ def check_grants(spec: Any, history: Sequence[Op]) -> CheckResult:
         "lingered_s": max((x["lingered_s"] for x in lingering), default=None),
         "duplicate_tokens": len(duplicates)},
         details={"lingering": lingering[:MAX_LISTED], "duplicates": duplicates[:MAX_LISTED]})
+
+
+class _ByKey:
+    """Ops of each key in time order, for the next one after a moment (log n, not a scan)."""
+
+    def __init__(self, ops: Sequence[Op]):
+        self.ops: dict[Any, list[Op]] = {}
+        for o in ops:
+            self.ops.setdefault(o.key, []).append(o)
+        self.times = {k: [o.time_ns for o in v] for k, v in self.ops.items()}
+
+    def next_after(self, key: Any, t: int, not_process: Any) -> Op | None:
+        """The first op of `key` after t by another process than `not_process`."""
+        mine = self.ops.get(key, [])
+        for o in mine[bisect.bisect_right(self.times.get(key, []), t):]:
+            if o.process != not_process:
+                return o
+        return None
+
+    def any_between(self, key: Any, lo: int, hi: int) -> bool:
+        """Whether `key` has an op strictly between lo and hi."""
+        times = self.times.get(key, [])
+        i = bisect.bisect_right(times, lo)
+        return i < len(times) and times[i] < hi
 
 
 def overlong_limit_ns(spec: Any) -> int | None:

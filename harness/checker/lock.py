@@ -114,15 +114,23 @@ def renewed_while_other_held(history: Sequence[Op], wins: Sequence[Window]) -> l
     """Renews that said ok while another process held the lock: the client (or its
     server) extended a lease that was no longer its own. Each also lies inside an
     overlap, which is the violation; this names the op that should have failed."""
-    found = []
-    for op in history:
-        if op.f != "renew" or op.type != "ok" or op.process == NEMESIS:
-            continue
-        other = next((w for w in wins if w.process != op.process and w.start_ns < op.time_ns
-                      and (w.end_ns is None or op.time_ns < w.end_ns)), None)
+    # a sweep in time order: the windows open at each renew (a few: one per process at most)
+    found: list[tuple[int, dict]] = []
+    by_start = sorted(wins, key=lambda w: w.start_ns)
+    renews = sorted((op for op in history if op.f == "renew" and op.type == "ok" and op.process != NEMESIS),
+                    key=lambda o: (o.time_ns, o.index))
+    active: list[Window] = []
+    k = 0
+    for op in renews:
+        while k < len(by_start) and by_start[k].start_ns < op.time_ns:
+            active.append(by_start[k])
+            k += 1
+        active = [w for w in active if w.end_ns is None or op.time_ns < w.end_ns]
+        other = next((w for w in active if w.process != op.process), None)  # the earliest begun
         if other is not None:
-            found.append({"renew": _brief(op), "holder": _brief(other.acquire)})
-    return found
+            found.append((op.index, {"renew": _brief(op), "holder": _brief(other.acquire)}))
+    order = {op.index: n for n, op in enumerate(history)}
+    return [entry for _, entry in sorted(found, key=lambda f: order.get(f[0], 0))]
 
 
 def lease_history(history: Sequence[Op]) -> list[Op]:
