@@ -27,7 +27,8 @@ The bound is `lease_s + acquire_timeout + MARGIN_S`, printed with every finding.
 is generous on purpose: a 2-core machine running servers, clients and nemesis starves
 processes of CPU for whole seconds, and a checker that misfires on a correct design is
 worse than one that misses a lock stuck for a few seconds. Fault spans (from a fault's
-invoke to the completion of its heal) come from `harness.checker.causes.faults_of`.
+invoke to the completion of its heal) come from `harness.checker.causes.faults_of`, the one
+account of harness/core/faults.py `in_effect` the report and ops.csv read too.
 """
 
 from __future__ import annotations
