@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from harness.core.contracts.checker import CheckResult, merge_valid
+from harness.core.contracts.checker import INAPPLICABLE, UNKNOWN, CheckResult, merge_valid
 from harness.core.history import NEMESIS, Op
 
 COUNTER = ":counter"
@@ -64,8 +64,13 @@ def per_key(check: Callable[[Any, Sequence[Op]], CheckResult]) -> Callable[[Any,
 
 
 def merge(results: dict[str, CheckResult]) -> CheckResult:
-    """One result of a checker from its result on each key."""
+    """One result of a checker from its result on each key. A key the checker does not apply
+    to (details "inapplicable": no resource touched on it) is left out when others were judged."""
     first = next(iter(results.values()))
+    judged = {k: r for k, r in results.items() if not (r.valid == UNKNOWN and (r.details or {}).get(INAPPLICABLE))}
+    if not judged:
+        return first
+    results = judged
     values = list(results.values())
     summary = _merge_dicts([r.summary for r in values])
     bad = [k for k, r in results.items() if r.valid is False]

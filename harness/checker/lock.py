@@ -21,7 +21,7 @@ import bisect
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from harness.core.contracts.checker import CheckResult
+from harness.core.contracts.checker import INAPPLICABLE, UNKNOWN, CheckResult
 from harness.checker.causes import Attribution, by_cause
 from harness.core.history import NEMESIS, Op, begins_hold, ends_hold, pair_ops
 
@@ -198,6 +198,15 @@ def check_writes(spec: Any, history: Sequence[Op]) -> CheckResult:
     lost = None
     valid: Any = True
     error = None if final is not None else "no final read of the counter in the history"
+    untouched = not any(o.f in ("read", "write") and o.process not in (NEMESIS, "final") for o in history)
+    if untouched and not final:
+        # the holders touched no resource (-o resource=none, a lock-only foreign history): no
+        # write could be stale or lost, and none was judged; never a vacuous pass
+        return CheckResult(name="writes", valid=UNKNOWN, error=None, summary={
+            "stale_writes_accepted": 0, "stale_writes_rejected": 0, "lost_updates": None, "writes_ok": 0,
+            "writes_info": 0, "final_counter": final, "writes_missing": None, "writes_out_of_token_order": 0},
+            details={INAPPLICABLE: "the holders read and wrote no resource (-o resource=none, or a history of lock "
+                                   "ops alone): stale writes and lost updates are not judged"})
     if final is None:
         valid = "unknown"
     else:

@@ -44,19 +44,21 @@ class Entry:
 FINDINGS = "findings"  # Entry.decides: what the checker found decides; so does its crash
 
 
-def finding_counts(r: CheckResult) -> bool:
-    """Whether a FINDINGS checker's verdict counts in the run's verdict.
+def finding_counts(r: CheckResult, *, finding: bool = True) -> bool:
+    """Whether a deciding checker's verdict counts in the run's verdict.
 
     True and False count. "unknown" counts (the run is unknown) unless the checker said why it
-    may be left out: it judged every item it could and the rest legitimately could not be
-    judged (`details["partial"]`: a death blurred by another fault), or its promise does not
-    apply to this run (`details["inapplicable"]`: a client with no opinion of its own). A
-    checker that crashed (safe_check's result) or could not run never says either: it counts,
-    so the run is never VALID on a promise nobody judged."""
+    may be left out: its promise does not apply to this run (`details["inapplicable"]`: a
+    client with no opinion of its own, holders that touched no resource), or, for a FINDINGS
+    checker, it judged every item it could and the rest legitimately could not be judged
+    (`details["partial"]`: a death blurred by another fault). A checker that crashed
+    (safe_check's result) or could not run never says either: it counts, so the run is never
+    VALID on a promise nobody judged."""
     if r.valid is True or r.valid is False:
         return True
     d = r.details if isinstance(r.details, dict) else {}
-    excused = r.valid == UNKNOWN and not (r.error and "traceback" in d) and (d.get(PARTIAL) or d.get(INAPPLICABLE))
+    excused = r.valid == UNKNOWN and not (r.error and "traceback" in d) and \
+        ((finding and d.get(PARTIAL)) or d.get(INAPPLICABLE))
     return not excused
 
 
@@ -169,7 +171,7 @@ def undecided(results: dict[str, CheckResult], judge: set[str], findings: set[st
     false, with its own reason (its error, or the reason in its details)."""
     said = []
     for name, r in results.items():
-        if name not in judge or r.valid is True or r.valid is False or (name in findings and not finding_counts(r)):
+        if name not in judge or r.valid is True or r.valid is False or not finding_counts(r, finding=name in findings):
             continue
         said.append(f"checker {name} could not decide ({why_not_judged(r)})")
     return "; ".join(said) or "the checkers could not decide"
@@ -199,7 +201,7 @@ def summarize(spec: Any, results: dict[str, CheckResult], run_dir: Path | None,
               outcome: dict | None = None) -> dict:
     judge = judged(spec)
     findings = {e.name for e in entries(spec) if e.decides == FINDINGS}
-    valid = merge_valid([r.valid for n, r in results.items() if n in judge and (n not in findings or finding_counts(r))])
+    valid = merge_valid([r.valid for n, r in results.items() if n in judge and finding_counts(r, finding=n in findings)])
     s: dict[str, Any] = {"valid": valid}
     mutex = results.get("mutex")
     s["violations"] = mutex.summary.get("violations") if mutex else None
