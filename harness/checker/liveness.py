@@ -17,8 +17,8 @@ useless. This checker reads, from the history alone (and the facts the run recor
   for 55 s with a slow link every 3 s is stuck, however the schedule cuts the stretch. A lock
   busy the whole time is never stuck: its holders may-hold it.
 - **starved** (only designs that promise a queue): one acquire that waited longer than the
-  bound while others were granted the lock twice or more, with no fault in effect during
-  its wait. A waiter behind one long hold is not starved.
+  bound, outside faults, while others were granted the lock twice or more (a fault excuses
+  the wait only while it is in effect). A waiter behind one long hold is not starved.
 - **availability**, like Jepsen's: the share of acquires that succeeded, by the phase in
   which they were invoked: `faulted` (a fault in effect), `healed` (none in effect, before
   the last heal, or a run without faults) and `recovery` (after the last fault healed).
@@ -284,6 +284,17 @@ def _ended_by(b: int, end: int, busy: list[tuple[int, int]], cuts: list[tuple[in
     return "a grant" if any(a == b for a, _ in busy) else "a fault"
 
 
+def _covered(spans: list[tuple[int, int]], lo: int, hi: int) -> int:
+    """How much of [lo, hi] the sorted, disjoint spans cover."""
+    i = bisect.bisect_right([b for _, b in spans], lo)
+    out = 0
+    for a, b in spans[i:]:
+        if a >= hi:
+            break
+        out += max(0, min(b, hi) - max(a, lo))
+    return out
+
+
 def _starved(acqs: list[tuple[Op, Op | None, int]], cuts: list[tuple[int, int]], bound_ns: int) -> list[dict]:
     """Acquires that waited longer than the bound, with no fault in effect, while two or
     more other processes' acquires were granted (each grant listed)."""
@@ -291,7 +302,8 @@ def _starved(acqs: list[tuple[Op, Op | None, int]], cuts: list[tuple[int, int]],
     times = [g[0] for g in grants]
     found = []
     for inv, done, t in acqs:
-        if t - inv.time_ns <= bound_ns or any(a <= t and inv.time_ns <= b for a, b in cuts):
+        # a fault excuses the wait only while it was in effect (as for stuck)
+        if t - inv.time_ns - _covered(cuts, inv.time_ns, t) <= bound_ns:
             continue
         lo, hi = bisect.bisect_right(times, inv.time_ns), bisect.bisect_left(times, t)
         others = [g[2] for g in grants[lo:hi] if g[1] != inv.process and g[2].key == inv.key]

@@ -39,6 +39,7 @@ CASES = {
     "faulted-periodic-ok": (REDIS, {"liveness": True, "outlived": True}, {"stuck": 0, "holder_deaths": 1}),
     "stuck-across-a-fault-bad": (REDIS, {"liveness": False}, {"stuck": 1, "free_unavailable_s": 10.47}),
     "outlived-near-fault-bad": (REDIS, {"outlived": False}, {"outlived_holder": 1, "outlived_holder_s": 10.5}),
+    "starved-faulted-bad": (QUEUE, {"liveness": False}, {"starved": 1, "stuck": 0}),
     "outlived-faulted-ok": (REDIS, {"outlived": "unknown", "liveness": True},
                             {"outlived_holder": 0, "deaths_not_judged": 1}),
 }
