@@ -122,7 +122,7 @@ def liveness_lines(s: dict) -> list[str]:
     bound = s.get("liveness_bound_s")
     if s.get("stuck"):
         lines.append(f"  STUCK: the lock was free but nobody could get it for {s.get('free_unavailable_s')} s "
-                     f"(bound {bound} s: lease + acquire timeout + margin)")
+                     f"outside faults (bound {bound} s: lease + acquire timeout + margin)")
     if s.get("starved"):
         lines.append(f"  STARVED: {s['starved']} waiter(s) queued longer than {bound} s while others were granted")
     avail = s.get("availability")
