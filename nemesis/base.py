@@ -58,9 +58,18 @@ class Combined:
             m.setup(ctx)
 
     def next_fault(self, rng: random.Random) -> Fault | None:
-        if not self.members:
-            return None
-        return rng.choice(self.members).next_fault(rng)
+        """A fault of a member drawn at random; a member that plans none (a purely reactive one,
+        such as kill-holder, whose faults come from on_event) is passed over, never the end of
+        the schedule: the generator stops at None, so drawing it ended every member's periodic
+        faults after a slot or two. With every member planning, the draws are as before."""
+        left = list(self.members)
+        while left:
+            pick = rng.choice(left)
+            fault = pick.next_fault(rng)
+            if fault is not None:
+                return fault
+            left.remove(pick)
+        return None
 
     def heal_ops(self) -> list[tuple[str, Any]]:
         return [op for m in self.members for op in m.heal_ops()]

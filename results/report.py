@@ -56,6 +56,8 @@ def reproduce_command(spec: Any) -> str:
     cmd = _get(spec, "command") or ""
     if cmd:
         return cmd
+    if _get(spec, "concurrency", 0) is None:  # TestSpec.bare: a history checked without its spec.json
+        return "(a history checked without its spec.json: no command to reproduce it)"
     nem = list(_get(spec, "nemesis") or [])
     parts = ["chaos run", f"--backend {_get(spec, 'backend', 'redlock')}",
              f"--nemesis {','.join(nem) if nem else 'none'}", f"--time-limit {_get(spec, 'time_limit', 30)}",
@@ -99,7 +101,9 @@ def verdict_card(spec: Any, doc: dict) -> str:
     if failed:
         why.append(f"checkers that found a violation: {', '.join(failed)}")
     if unknown:
-        why.append(f"checkers that could not decide: {', '.join(unknown)}")
+        reasons = s.get("not_judged") or {}
+        why.append("checkers that could not decide: " + ", ".join(
+            f"{n} ({reasons[n]})" if reasons.get(n) else n for n in unknown))
     if s.get("interrupted"):
         why.append("the run was interrupted; the history is a prefix")
     for e in s.get("errors") or []:

@@ -87,7 +87,7 @@ def read_results(run_dir: str | os.PathLike) -> dict:
 
 # ---------------------------------------------------------------- reading a stored run
 
-_SPEC_FIX = "restore it or delete it to check with default settings"
+_SPEC_FIX = "restore it, or delete it to check the history on what it says alone"
 
 
 def load_run(path: str | os.PathLike, *, need_dir: bool = False) -> tuple[Any, list]:
@@ -97,7 +97,7 @@ def load_run(path: str | os.PathLike, *, need_dir: bool = False) -> tuple[Any, l
     `need_dir` refuses a file, for commands that write into the run dir (that it can be
     written is theirs to check). Whatever is wrong with the path (harness/core/pathcheck.py),
     the spec or the history is a BadArgument (BadHistory) of one sentence naming the file
-    and what to do; a missing spec.json means the default TestSpec. A
+    and what to do; a missing spec.json means TestSpec.bare() (nothing assumed). A
     history.jsonl or spec.json that resolves outside its directory is refused, not read; a
     history file named directly is the user's choice, but not the spec.json beside it."""
     from harness.core.history import read_history
@@ -120,11 +120,11 @@ def read_spec(f: Path, *, root: str | os.PathLike | None = None) -> Any:
     from harness.core.spec import TestSpec
 
     if not f.exists() and not f.is_symlink():
-        return TestSpec()
+        return TestSpec.bare()  # no default backend, TTL or key count: judged on what the history says
     if root is not None:
         inside(root, f)
     if f.is_dir():
-        raise BadArgument(f"{f} is a directory, not a spec file; remove it to check with default settings")
+        raise BadArgument(f"{f} is a directory, not a spec file; remove it to check the history on what it says alone")
     if not f.is_file():  # a FIFO would block the read
         raise BadArgument(f"{f} is not a regular file; {_SPEC_FIX}")
     try:

@@ -39,6 +39,7 @@ Go never calls the libc it hooks.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -376,12 +377,14 @@ class ExternalClient:
             raise ClientBroke(f"the acquire reply has a value longer than {MAX_VALUE} characters, or a token that "
                               f"does not fit in 64 bits")
         # valid_ms counts from the reply: a waiter's lease starts when the service granted it,
-        # not when its acquire was sent (a client that says nothing is held to the TTL from then)
+        # not when its acquire was sent. A client that says nothing has no validity on record
+        # (reported=False); the TTL from the reply only paces the holder's work.
         now = time.monotonic_ns()
         valid_ms = self._valid_ms(rep, "acquire")
         valid = now + int((valid_ms if valid_ms is not None else ttl_ms) * 1e6)
         return Lease(key=key, value=value, token=token, acquired_ns=now, valid_until_ns=valid,
-                     meta={"ttl_ms": ttl_ms, "pid": self.proc.pid if self.proc else None, "valid_ms": valid_ms})
+                     meta={"ttl_ms": ttl_ms, "pid": self.proc.pid if self.proc else None, "valid_ms": valid_ms},
+                     reported=valid_ms is not None)
 
     def release(self, lease: Lease) -> bool:
         rep = self._op({"op": "release", "key": lease.key, "value": lease.value}, self.op_timeout + MARGIN_S)
@@ -402,8 +405,8 @@ class ExternalClient:
         if rep["type"] != "ok":
             raise ClientBroke(str(rep.get("error") or rep["type"]))
         valid_ms = self._valid_ms(rep, "renew")
-        if valid_ms is None:
-            return lease
+        if valid_ms is None:  # renewed, for how long it does not say: no validity on record
+            return dataclasses.replace(lease, reported=False)
         return Lease(key=lease.key, value=lease.value, token=lease.token, acquired_ns=lease.acquired_ns,
                      valid_until_ns=time.monotonic_ns() + int(valid_ms * 1e6), meta=lease.meta)
 

@@ -91,34 +91,15 @@ class FaultSpan:
 
 
 def faults_of(history: Sequence[Op], kinds: dict | None = None) -> list[FaultSpan]:
-    """Every fault the nemesis recorded (not the failed ones), each from its invoke to the
-    completion of the first op that heals its kind (harness/core/faults.py: what the run's nemeses
-    declared), with its targets. Unlike the report's bands, two faults of one kind that
-    overlap stay two faults."""
-    from harness.core.history import pair_ops
-
+    """Every fault the nemesis recorded (not the failed ones), when it was in effect by the one
+    account the report and ops.csv use too (harness/core/faults.py `in_effect`: from its invoke
+    to the completion of the first heal of its kind, or to the end of the history), with its
+    targets. Unlike the report's bands, two faults of one kind that overlap stay two."""
     kinds = faults.table() if kinds is None else kinds
-    healed_by = {k.f: k.heal for k in kinds.values()}
-    heal_fs = set(healed_by.values())
-    nem = sorted((o for o in history if o.process == NEMESIS), key=lambda o: (o.time_ns, o.index))
     end_of_history = max((o.time_ns for o in history), default=0)
-    heals: dict[str, list[int]] = {}
-    for inv, done in pair_ops(nem):
-        if inv.f in heal_fs and done is not None:
-            heals.setdefault(inv.f, []).append(done.time_ns)
-    for ends in heals.values():
-        ends.sort()
-    out = []
-    for inv, done in pair_ops(nem):
-        if inv.f not in healed_by or (done is not None and done.type == "fail"):
-            continue
-        ends = heals.get(healed_by[inv.f], [])
-        k = bisect.bisect_right(ends, inv.time_ns)
-        value = done.value if done is not None and done.value is not None else inv.value
-        out.append(FaultSpan(f=inv.f, start_ns=inv.time_ns, end_ns=ends[k] if k < len(ends) else end_of_history,
-                             targets=frozenset(faults.targets_of(kinds[inv.f], value)),
-                             explains=kinds[inv.f].explains))
-    return out
+    return [FaultSpan(f=iv["f"], start_ns=iv["start_ns"], end_ns=iv["end_ns"] if iv["end_ns"] is not None else end_of_history,
+                      targets=frozenset(faults.targets_of(kinds[iv["f"]], iv["value"])), explains=kinds[iv["f"]].explains)
+            for iv in faults.in_effect(history, kinds)]
 
 
 def is_client(name: Any) -> bool:
@@ -146,7 +127,8 @@ class Attribution:
     """Causes for the overlaps of one history (see the module doc)."""
 
     def __init__(self, spec: Any, history: Sequence[Op]):
-        self.concurrency = max(1, int(getattr(spec, "concurrency", 1) or 1))
+        n = getattr(spec, "concurrency", None)  # None: a bare history, whose workers are unknown
+        self.concurrency = max(1, int(n)) if isinstance(n, int) and not isinstance(n, bool) else None
         self.service = service_of(spec)  # the facts the run recorded, or what the spec alone says
         self.kind, self.n_servers = self.service.kind, self.service.servers
         self.faults = faults_of(history, faults.table(getattr(spec, "facts", None)))
@@ -258,7 +240,11 @@ class Attribution:
                                     acquire=ok, deadlines=tuple(deadlines))
 
     def worker(self, process: Any) -> int | None:
-        return process % self.concurrency if isinstance(process, int) else None
+        """The worker of a process id, or None when it cannot be known: an id that is not an
+        integer (any JSON scalar is allowed), or a history whose concurrency was not recorded."""
+        if self.concurrency is None or not isinstance(process, int) or isinstance(process, bool):
+            return None
+        return process % self.concurrency
 
     # -- the causes ------------------------------------------------------------------------
     def cause(self, first_index: int, second_index: int) -> dict:
@@ -291,7 +277,7 @@ class Attribution:
                     "detail": f"{CAUSES['overran-paused']}: process {a.process} was paused and went on "
                               f"{past_s:g} s past its lease; {FENCING}"}
         cut = [f for f in self.faults if "overran-cut-off" in f.explains and f.meets(a.start_ns, a.end_ns)
-               and (f"c{w + 1}" in f.targets or "@any-client" in f.targets)]
+               and ((w is not None and f"c{w + 1}" in f.targets) or "@any-client" in f.targets)]
         if cut:
             return {"cause": "overran-cut-off", **out,
                     "detail": f"{CAUSES['overran-cut-off']}: process {a.process} went on {past_s:g} s past its "

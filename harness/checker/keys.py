@@ -6,15 +6,16 @@ one lock and its counter, so a checker written for one key is run on each key's 
 the history (its lock ops, its counter's reads and writes, its final read, and every op
 without a key, such as the nemesis's) and the parts' results are merged here: the
 verdict is the worst of them, counts add up, maxima stay maxima, listings are joined.
-A run of one key (and any history whose spec does not say `keys` > 1, whatever its keys
-are called) goes to the checker unchanged.
+A run of one key (and any history whose spec says `keys` is 1, whatever its keys are
+called) goes to the checker unchanged; a history whose spec does not say (a bare one) is
+split by the keys it names.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from harness.core.contracts.checker import CheckResult, merge_valid
+from harness.core.contracts.checker import INAPPLICABLE, UNKNOWN, CheckResult, merge_valid
 from harness.core.history import NEMESIS, Op
 
 COUNTER = ":counter"
@@ -51,7 +52,9 @@ def per_key(check: Callable[[Any, Sequence[Op]], CheckResult]) -> Callable[[Any,
     """`check` run on each key's part of a history of several keys, its results merged."""
 
     def checked(spec: Any, history: Sequence[Op]) -> CheckResult:
-        parts = split(history) if (getattr(spec, "keys", 1) or 1) > 1 else None
+        keys = getattr(spec, "keys", 1)
+        # a history whose key count is not known (a bare one) is split by the keys it names
+        parts = split(history) if keys is None or keys > 1 else None
         if parts is None:
             return check(spec, history)
         return merge({k: check(spec, part) for k, part in parts.items()})
@@ -61,8 +64,13 @@ def per_key(check: Callable[[Any, Sequence[Op]], CheckResult]) -> Callable[[Any,
 
 
 def merge(results: dict[str, CheckResult]) -> CheckResult:
-    """One result of a checker from its result on each key."""
+    """One result of a checker from its result on each key. A key the checker does not apply
+    to (details "inapplicable": no resource touched on it) is left out when others were judged."""
     first = next(iter(results.values()))
+    judged = {k: r for k, r in results.items() if not (r.valid == UNKNOWN and (r.details or {}).get(INAPPLICABLE))}
+    if not judged:
+        return first
+    results = judged
     values = list(results.values())
     summary = _merge_dicts([r.summary for r in values])
     bad = [k for k, r in results.items() if r.valid is False]

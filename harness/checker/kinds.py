@@ -1,6 +1,7 @@
 """Exclusion for every lock kind: the mutex, the read-write lock, the counting semaphore.
 
-The kind comes from the history (harness/core/kinds.py: an rw acquire carries `mode`, a
+The kind comes from the history (harness/core/kinds.py: an rw acquire carries `mode`, read from
+its invoke as the model reads it, else from its ok; a
 semaphore acquire `permits`), never from the code that ran it. Holding windows are the
 mutex's (harness/checker/lock.py: from an acquire's `ok` to its release's invoke), and:
 
@@ -31,8 +32,26 @@ from harness.checker.lock import MAX_LISTED, Window, _brief, _deadline, check_mu
 from harness.checker.models import Model, Mutex, State
 
 
-def _mode(w: Window) -> str:
-    return w.acquire.mode or "write"
+def _asked(history: Sequence[Op]) -> dict[int, str]:
+    """The mode each acquire asked for, by the index of its ok: the invoke's, as the model
+    reads it (a foreign history may carry it there alone), else the ok's."""
+    invoked: dict[Any, Op] = {}
+    out: dict[int, str] = {}
+    for op in sorted(history, key=lambda o: (o.time_ns, o.index)):
+        if op.f != "acquire":
+            continue
+        if op.type == "invoke":
+            invoked[op.process] = op
+        else:
+            inv = invoked.pop(op.process, None)
+            mode = (inv.mode if inv is not None else None) or op.mode
+            if mode is not None:
+                out[op.index] = mode
+    return out
+
+
+def _mode(w: Window, asked: dict[int, str] | None = None) -> str:
+    return (asked or {}).get(w.acquire.index) or w.acquire.mode or "write"
 
 
 def check_exclusion(spec: Any, history: Sequence[Op]) -> CheckResult:
@@ -41,6 +60,7 @@ def check_exclusion(spec: Any, history: Sequence[Op]) -> CheckResult:
     if kind.name == "mutex":
         return check_mutex(spec, history)
     wins = holding_windows(history)
+    asked = _asked(history)
     end_of_history = max((o.time_ns for o in history), default=0)
     overlaps: list[dict] = []
     shared = 0  # rw: reader-reader overlaps
@@ -51,14 +71,14 @@ def check_exclusion(spec: Any, history: Sequence[Op]) -> CheckResult:
         others = [a for a in active if a.process != w.process]
         if kind.name == "rw":
             for a in others:
-                if _mode(a) == "read" and _mode(w) == "read":
+                if _mode(a, asked) == "read" and _mode(w, asked) == "read":
                     shared += 1
                 else:
-                    overlaps.append(_overlap(a, w, [a, w], end_of_history))
+                    overlaps.append(_overlap(a, w, [a, w], end_of_history, asked))
         else:
             most = max(most, len(others) + 1)
             if len(others) + 1 > kind.permits:
-                overlaps.append(_overlap(others[0], w, others + [w], end_of_history))
+                overlaps.append(_overlap(others[0], w, others + [w], end_of_history, asked))
         active.append(w)
     why = Attribution(spec, history)
     for o in overlaps:
@@ -70,7 +90,7 @@ def check_exclusion(spec: Any, history: Sequence[Op]) -> CheckResult:
         "violations_by_cause": by_cause(causes), "unexplained": sum(c["cause"] == "unexplained" for c in causes)}
     if kind.name == "rw":
         summary["reader_overlaps"] = shared
-        summary["read_windows"] = sum(_mode(w) == "read" for w in wins)
+        summary["read_windows"] = sum(_mode(w, asked) == "read" for w in wins)
     else:
         summary["max_holders"] = most
         summary["permits"] = kind.permits
@@ -78,14 +98,15 @@ def check_exclusion(spec: Any, history: Sequence[Op]) -> CheckResult:
         name="mutex", valid=not overlaps, summary=summary,
         details={"overlaps": overlaps[:MAX_LISTED], "listed": min(len(overlaps), MAX_LISTED),
                  "causes": [[o["first"]["index"], o["second"]["index"], o["cause"]["cause"]] for o in overlaps],
-                 "windows": [[w.process, w.start_ns, w.end_ns, w.token, _deadline(why, w), _mode(w)] for w in wins]})
+                 "windows": [[w.process, w.start_ns, w.end_ns, w.token, _deadline(why, w), _mode(w, asked)] for w in wins]})
 
 
-def _overlap(first: Window, second: Window, holders: list[Window], end_of_history: int) -> dict:
+def _overlap(first: Window, second: Window, holders: list[Window], end_of_history: int,
+             asked: dict[int, str]) -> dict:
     end = min(h.end_ns or end_of_history for h in holders)
     return {"first": _brief(first.acquire), "second": _brief(second.acquire),
             "first_release": _brief(first.release), "second_release": _brief(second.release),
-            "modes": [_mode(first), _mode(second)], "holders": len(holders),
+            "modes": [_mode(first, asked), _mode(second, asked)], "holders": len(holders),
             "start_ns": second.start_ns, "end_ns": end, "overlap_ms": round((end - second.start_ns) / 1e6, 3)}
 
 

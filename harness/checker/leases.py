@@ -7,9 +7,11 @@ lock must end with its lease. Measured from the death to the next grant of that 
 another process, against the lease (`lease_s`: the TTL, or the session timeout of a session
 design) and against what the holder last believed (`valid_until_ns` of its acquire and
 renews, listed as the renewals that led there). A lock that outlived its holder by more than
-the lease + `MARGIN_S` is a finding: "the lock outlived its holder by N s (TTL T s)". A death
-with another kind of fault in effect before the next grant, or with the history ending before
-the bound, is not judged ("unknown"), never a pass.
+the lease + `MARGIN_S` is a finding: "the lock outlived its holder by N s (TTL T s)". Another
+kind of fault in effect before the next grant explains the wait only while it was in effect:
+the rest past the bound is still a finding. A death whose excess those faults could explain in
+full, or with the history ending before the bound, is not judged ("unknown", details
+`partial`: the run's verdict comes from the rest), never a pass.
 
 **Fresh leases** (`check_fresh_leases`). An acquire or renew `ok` must hand out a lease that
 is still valid: one whose `valid_until_ns` is not later than `EXPIRED_MARGIN_NS` after the
@@ -39,10 +41,11 @@ key that carry the same fencing token (`duplicate_tokens`: fencing cannot tell t
 
 from __future__ import annotations
 
+import bisect
 from typing import Any, Sequence
 
-from harness.checker.liveness import MARGIN_S, fault_spans, lease_s
-from harness.core.contracts.checker import UNKNOWN, CheckResult
+from harness.checker.liveness import MARGIN_S, NO_TTL, fault_spans, lease_s
+from harness.core.contracts.checker import INAPPLICABLE, PARTIAL, UNKNOWN, CheckResult
 from harness.core.facts import SESSIONS, VALIDITY, service_of
 from harness.core.history import NEMESIS, Op, pair_ops
 
@@ -70,11 +73,13 @@ def check_outlived(spec: Any, history: Sequence[Op]) -> CheckResult:
 
     end = max((o.time_ns for o in history), default=0)
     lease = lease_s(spec)
+    if lease is None:
+        return _outlived_without_lease(history)
     limit_ns = int((lease + MARGIN_S) * 1e9)
     other = sorted((f.start_ns, f.end_ns) for f in faults_of(history, faults.table(getattr(spec, "facts", None)))
                    if f.f not in DEATH_FAULTS)
     ops = _client_ops(history)
-    grants = [o for o in ops if o.f == "acquire" and o.type == "ok"]
+    grants = _ByKey([o for o in ops if o.f == "acquire" and o.type == "ok"])
     hold: dict[Any, list[Op]] = {}  # process -> its current hold's acquire and renew oks
     deaths: list[dict] = []
     for op in ops:
@@ -95,37 +100,77 @@ def check_outlived(spec: Any, history: Sequence[Op]) -> CheckResult:
     unjudged = [d for d in deaths if d["outlived"] is None] + unrecorded
     measured = [d["outlived_s"] for d in deaths if d["outlived_s"] is not None]
     valid: Any = False if found else (UNKNOWN if unjudged else True)
+    details: dict[str, Any] = {"deaths": deaths[:MAX_LISTED], "findings": [_words(d, lease) for d in found[:MAX_LISTED]]}
+    if unjudged:  # each judged what it could; these deaths could not be (policy.finding_counts)
+        details[PARTIAL] = _not_judged(deaths, unrecorded)
     return CheckResult(name="outlived", valid=valid, summary={
         "holder_deaths": len(deaths), "outlived_holder": len(found), "deaths_not_judged": len(unjudged),
         "outlived_holder_s": round(max(measured), 3) if measured else None,
-        "outlived_bound_s": round(lease + MARGIN_S, 3)},
-        details={"deaths": deaths[:MAX_LISTED], "findings": [_words(d, lease) for d in found[:MAX_LISTED]]})
+        "outlived_bound_s": round(lease + MARGIN_S, 3)}, details=details)
 
 
-def _death(release: Op, oks: list[Op], grants: list[Op], other: list[tuple[int, int]], end: int,
+def _outlived_without_lease(history: Sequence[Op]) -> CheckResult:
+    """outlived of a history that does not say its lease: deaths cannot be judged; none, nothing to judge."""
+    died = sum(1 for o in history if o.f == "release" and o.type == "info" and (o.error or "").startswith(KILLED))
+    return CheckResult(name="outlived", valid=UNKNOWN if died else True, error=NO_TTL if died else None,
+                       details={"reason": NO_TTL} if died else {}, summary={
+                           "holder_deaths": died, "outlived_holder": 0, "deaths_not_judged": died,
+                           "outlived_holder_s": None, "outlived_bound_s": None})
+
+
+def _not_judged(deaths: list[dict], unrecorded: list[Op]) -> str:
+    blurred = sum(1 for d in deaths if d["outlived"] is None and d["other_fault"])
+    early = sum(1 for d in deaths if d["outlived"] is None and not d["other_fault"])
+    said = [f"{n} {what}" for n, what in (
+        (blurred, "death(s) with other faults in effect that could explain all of the wait past the bound"),
+        (early, "death(s) too close to the end of the history to judge"),
+        (len(unrecorded), "kill(s) whose death the history does not record (an older run)")) if n]
+    judged = len(deaths) - blurred - early
+    return f"{judged} of {len(deaths) + len(unrecorded)} holder death(s) judged; not judged: " + ", ".join(said)
+
+
+def _death(release: Op, oks: list[Op], grants: "_ByKey", other: list[tuple[int, int]], end: int,
            limit_ns: int, lease: float) -> dict:
     died = release.time_ns
     believed = max((o.valid_until_ns for o in oks if o.valid_until_ns), default=None)
-    nxt = next((g for g in grants if g.time_ns > died and g.key == release.key and g.process != release.process), None)
+    nxt = grants.next_after(release.key, died, release.process)
     until = nxt.time_ns if nxt is not None else end
-    blurred = any(a <= until and died <= b for a, b in other)
+    # Another fault explains the wait only while it was in effect (the lease is the bound's):
+    # judged on the rest, unknown only when the faults could explain all that went past the bound.
+    faulted = _covered(other, died, until)
+    blurred = faulted > 0
+    unexplained = until - died - faulted
     outlived: bool | None
-    if blurred:
-        outlived = None  # another fault could have kept the lock from anyone
-    elif nxt is not None:
-        outlived = until - died > limit_ns
+    if unexplained > limit_ns:
+        outlived = True  # granted late, or never again, by more than any fault explains
+    elif nxt is not None and until - died <= limit_ns:
+        outlived = False  # granted again within the bound, faults or not
     else:
-        outlived = True if end - died > limit_ns else None  # never granted again: judged once past the bound
+        outlived = None  # faults could explain the rest, or the history ended before the bound
     return {"process": release.process, "key": release.key, "died_ns": died, "death": _brief(release),
             "next_grant": _brief(nxt), "outlived_s": round((until - died) / 1e9, 3) if nxt is not None or outlived else None,
             "past_validity_s": round((until - believed) / 1e9, 3) if believed is not None else None,
             "lease_s": lease, "outlived": outlived, "other_fault": blurred,
+            "faulted_s": round(faulted / 1e9, 3), "unexplained_s": round(unexplained / 1e9, 3),
             "renewals": [_brief(o) for o in oks[-MAX_LISTED:]]}
+
+
+def _covered(spans: list[tuple[int, int]], lo: int, hi: int) -> int:
+    """How much of [lo, hi] the (sorted) spans cover, each instant once."""
+    out, at = 0, lo
+    for a, b in spans:
+        a, b = max(a, at), min(b, hi)
+        if b > a:
+            out += b - a
+            at = b
+    return out
 
 
 def _words(d: dict, lease: float) -> str:
     never = " (never granted again)" if d["next_grant"] is None else ""
-    return f"the lock outlived its holder by {d['outlived_s']:g} s (TTL {lease:g} s){never}, after {len(d['renewals'])} acquire/renewals"
+    faults = f", {d['faulted_s']:g} s of it under other faults" if d.get("faulted_s") else ""
+    return (f"the lock outlived its holder by {d['outlived_s']:g} s (TTL {lease:g} s){never}{faults}, "
+            f"after {len(d['renewals'])} acquire/renewals")
 
 
 def check_held(spec: Any, history: Sequence[Op]) -> CheckResult:
@@ -158,10 +203,14 @@ def check_held(spec: Any, history: Sequence[Op]) -> CheckResult:
                                  "words": f"process {op.process} said it did not hold a lock it had just been granted "
                                           f"({round((op.time_ns - start.time_ns) / 1e9, 3):g} s after asking), "
                                           f"with no fault in between"})
-    # no answer at all: nothing was judged (a client with no opinion, or a run stored before)
+    # no answer at all: the client has no opinion to judge (or the run was stored before they
+    # were recorded): the promise does not apply, which leaves the run's verdict alone
+    details: dict[str, Any] = {"findings": findings[:MAX_LISTED]}
+    if not answers:
+        details[INAPPLICABLE] = "no held answers in the history: the client has no opinion of its own to judge"
     return CheckResult(name="held", valid=False if findings else (True if answers else UNKNOWN), summary={
         "held_answers": answers, "held_false": said_no, "held_false_unexplained": len(findings)},
-        details={"findings": findings[:MAX_LISTED]})
+        details=details)
 
 
 LINGER_SLACK_NS = 50_000_000  # a next grant this close to the releaser's validity came when its key expired
@@ -175,6 +224,8 @@ def check_grants(spec: Any, history: Sequence[Op]) -> CheckResult:
     spans = [(f.start_ns, f.end_ns) for f in faults_of(history, faults.table(getattr(spec, "facts", None)))]
     ops = _client_ops(history)
     grants = [o for o in ops if o.f == "acquire" and o.type == "ok"]
+    by_key = _ByKey(grants)
+    refused = _ByKey([o for o in ops if o.f == "acquire" and o.type in ("fail", "info")])
     valid_until: dict[Any, int | None] = {}
     asked_at: dict[Any, int] = {}  # process -> when its pending op was invoked
     lingering = []
@@ -185,9 +236,8 @@ def check_grants(spec: Any, history: Sequence[Op]) -> CheckResult:
             valid_until[op.process] = op.valid_until_ns
         elif op.f == "release" and op.type in ("fail", "info") and not (op.error or "").startswith(KILLED):
             v = valid_until.pop(op.process, None)
-            nxt = next((g for g in grants if g.time_ns > op.time_ns and g.key == op.key and g.process != op.process), None)
-            asked = nxt is not None and any(o.f == "acquire" and o.type in ("fail", "info") and o.key == op.key
-                                            and op.time_ns < o.time_ns < nxt.time_ns for o in ops)
+            nxt = by_key.next_after(op.key, op.time_ns, op.process)
+            asked = nxt is not None and refused.any_between(op.key, op.time_ns, nxt.time_ns)
             # only a release asked for while its lease was still valid: one sent after it ran out
             # found its key gone, or expiring, on its own
             # (and with no fault between it and the next grant: a fault can keep everyone out)
@@ -212,6 +262,30 @@ def check_grants(spec: Any, history: Sequence[Op]) -> CheckResult:
         details={"lingering": lingering[:MAX_LISTED], "duplicates": duplicates[:MAX_LISTED]})
 
 
+class _ByKey:
+    """Ops of each key in time order, for the next one after a moment (log n, not a scan)."""
+
+    def __init__(self, ops: Sequence[Op]):
+        self.ops: dict[Any, list[Op]] = {}
+        for o in ops:
+            self.ops.setdefault(o.key, []).append(o)
+        self.times = {k: [o.time_ns for o in v] for k, v in self.ops.items()}
+
+    def next_after(self, key: Any, t: int, not_process: Any) -> Op | None:
+        """The first op of `key` after t by another process than `not_process`."""
+        mine = self.ops.get(key, [])
+        for o in mine[bisect.bisect_right(self.times.get(key, []), t):]:
+            if o.process != not_process:
+                return o
+        return None
+
+    def any_between(self, key: Any, lo: int, hi: int) -> bool:
+        """Whether `key` has an op strictly between lo and hi."""
+        times = self.times.get(key, [])
+        i = bisect.bisect_right(times, lo)
+        return i < len(times) and times[i] < hi
+
+
 def overlong_limit_ns(spec: Any) -> int | None:
     """The longest validity an acquire or renew may hand out, or None when it cannot be
     known (a session design whose session timeout the run did not record)."""
@@ -219,6 +293,8 @@ def overlong_limit_ns(spec: Any) -> int | None:
     if service.kind in SESSIONS and service.session_timeout_ms is None:
         return None
     lease = lease_s(spec)
+    if lease is None:
+        return None
     return int(lease * (1 + OVERLONG_SHARE) * 1e9) + OVERLONG_SLACK_NS
 
 
@@ -242,19 +318,31 @@ def check_fresh_leases(spec: Any, history: Sequence[Op]) -> CheckResult:
         elif limit is not None and left > limit:
             overlong.append(entry)
     valid: Any = False if expired or overlong else (UNKNOWN if without or not grants or limit is None else True)
-    error = "ops without valid_until_ns: their freshness is unknown" if without else None
+    error = None
+    details: dict[str, Any] = {"expired": expired[:MAX_LISTED], "overlong": overlong[:MAX_LISTED],
+                               "overlong_limit_ms": round(limit / 1e6, 3) if limit is not None else None,
+                               "expired_margin_ms": EXPIRED_MARGIN_NS / 1e6}
+    # what could not be judged: all of it (the run is unknown), or some of it (policy.finding_counts)
+    if not grants:
+        details["reason"] = "no acquire or renew was granted: no lease to judge"
+    elif without == grants:
+        details["reason"] = (f"none of the {grants} grant(s) says until when its lease is valid (valid_until_ns): "
+                             f"a lease's freshness cannot be judged without it")
+    elif valid == UNKNOWN:
+        details[PARTIAL] = "; ".join(x for x in (
+            f"{grants - without} of {grants} grant(s) judged; {without} without valid_until_ns" if without else "",
+            ("overlong leases not judged: " + ("the session timeout of this session design was not recorded"
+                                               if lease_s(spec) is not None else NO_TTL))
+            if limit is None else "") if x)
     if service_of(spec).validity != VALIDITY:
         valid = UNKNOWN if valid is not True else True
         if expired or overlong:
+            details.pop(PARTIAL, None)
             error = ("this run's clients may have counted their validity from when the acquire was sent (a run "
                      "stored before validity was recorded from the grant): its findings are shown, not judged")
     return CheckResult(name="fresh-leases", valid=valid, summary={
         "expired_grants": len(expired), "overlong_grants": len(overlong) if limit is not None else None,
-        "grants_without_validity": without},
-        details={"expired": expired[:MAX_LISTED], "overlong": overlong[:MAX_LISTED],
-                 "overlong_limit_ms": round(limit / 1e6, 3) if limit is not None else None,
-                 "expired_margin_ms": EXPIRED_MARGIN_NS / 1e6},
-        error=error)
+        "grants_without_validity": without}, details=details, error=error)
 
 
 __all__ = ["check_outlived", "check_fresh_leases", "check_held", "check_grants", "fault_spans"]

@@ -10,13 +10,15 @@ useless. This checker reads, from the history alone (and the facts the run recor
   last confirmation (`lease_s`: the TTL, or the session timeout of a session design). An
   acquire in doubt (`info`, or never completed) may hold from its invoke until one lease
   after its completion. An acquire that failed held nothing.
-- **stuck**: a stretch in which nobody may hold the lock, no fault is in effect, and
-  acquires kept asking (from the first one in flight in it to the last, failing) for longer
-  than the bound, without a grant. A lock busy the whole time is never stuck: its holders
-  may-hold it.
+- **stuck**: a stretch in which nobody may hold the lock and acquires kept asking (from the
+  first one in flight to the last, failing), outside faults, for longer than the bound in all,
+  without a grant. A fault explains a stall only while it is in effect; the lease it could
+  hold up after its heal is the bound's. Faults do not reset the count: a lock free and asked
+  for 55 s with a slow link every 3 s is stuck, however the schedule cuts the stretch. A lock
+  busy the whole time is never stuck: its holders may-hold it.
 - **starved** (only designs that promise a queue): one acquire that waited longer than the
-  bound while others were granted the lock twice or more, with no fault in effect during
-  its wait. A waiter behind one long hold is not starved.
+  bound, outside faults, while others were granted the lock twice or more (a fault excuses
+  the wait only while it is in effect). A waiter behind one long hold is not starved.
 - **availability**, like Jepsen's: the share of acquires that succeeded, by the phase in
   which they were invoked: `faulted` (a fault in effect), `healed` (none in effect, before
   the last heal, or a run without faults) and `recovery` (after the last fault healed).
@@ -25,7 +27,8 @@ The bound is `lease_s + acquire_timeout + MARGIN_S`, printed with every finding.
 is generous on purpose: a 2-core machine running servers, clients and nemesis starves
 processes of CPU for whole seconds, and a checker that misfires on a correct design is
 worse than one that misses a lock stuck for a few seconds. Fault spans (from a fault's
-invoke to the completion of its heal) come from `harness.checker.causes.faults_of`.
+invoke to the completion of its heal) come from `harness.checker.causes.faults_of`, the one
+account of harness/core/faults.py `in_effect` the report and ops.csv read too.
 """
 
 from __future__ import annotations
@@ -45,18 +48,38 @@ MAX_LISTED = 50
 QUEUED_KINDS = ("zookeeper",)  # lock services whose locks are FIFO queues (sequential znodes)
 
 
-def lease_s(spec: Any) -> float:
+def lease_s(spec: Any) -> float | None:
     """How long a lock may outlive its holder's last word: the TTL, or the session timeout
-    where the service has sessions and it is longer."""
+    where the service has sessions and it is longer. None when neither is known (a history
+    checked without its spec.json, and no `chaos check --ttl`): never a default."""
     service = service_of(spec)
     ttl = (getattr(spec, "ttl_ms", None) or 0) / 1000
     session = (service.session_timeout_ms or 0) / 1000
-    return max(ttl, session)
+    return max(ttl, session) or None
 
 
-def bound_s(spec: Any) -> float:
-    """The longest a healthy lock may take to be granted again (see the module doc)."""
-    return round(lease_s(spec) + float(getattr(spec, "acquire_timeout", 0) or 0) + MARGIN_S, 3)
+NO_TTL = ("the history does not say the lock's TTL (no spec.json beside it): give it with "
+          "`chaos check --ttl MS`")
+
+
+def acquire_timeout_s(spec: Any, history: Sequence[Op] = ()) -> float:
+    """The spec's acquire timeout; for a history without one (a bare history), the longest
+    an acquire in it took: what the history says, never a default."""
+    t = getattr(spec, "acquire_timeout", None)
+    if t is not None:
+        return float(t)
+    ops = sorted((o for o in history if o.process not in (NEMESIS, "final")), key=lambda o: (o.time_ns, o.index))
+    return max(((d.time_ns - i.time_ns) / 1e9 for i, d in pair_ops(ops) if i.f == "acquire" and d is not None),
+               default=0.0)
+
+
+def bound_s(spec: Any, history: Sequence[Op] = ()) -> float | None:
+    """The longest a healthy lock may take to be granted again (see the module doc); None
+    without a lease."""
+    lease = lease_s(spec)
+    if lease is None:
+        return None
+    return round(lease + acquire_timeout_s(spec, history) + MARGIN_S, 3)
 
 
 def queued(spec: Any) -> bool | None:
@@ -186,7 +209,11 @@ def check_liveness(spec: Any, history: Sequence[Op]) -> CheckResult:
     """Stuck and starved locks, and availability by phase (module doc)."""
     end = max((o.time_ns for o in history), default=0)
     begin = min((o.time_ns for o in history), default=0)
-    bound = bound_s(spec)
+    bound = bound_s(spec, history)
+    if bound is None:
+        return CheckResult(name="liveness", valid=UNKNOWN, error=NO_TTL, details={"reason": NO_TTL}, summary={
+            "stuck": None, "starved": None, "liveness_bound_s": None, "granted_after_heal_s": None,
+            "free_unavailable_s": None})
     bound_ns = int(bound * 1e9)
     faulted = fault_spans(spec, history)
     cuts = [(s.start_ns, s.end_ns) for s in faulted]
@@ -201,21 +228,33 @@ def check_liveness(spec: Any, history: Sequence[Op]) -> CheckResult:
     by_key: dict[Any, list] = {}
     for a in acqs:
         by_key.setdefault(a[0].key, []).append(a)
+    longest = 0  # ns: the most a free lock was asked for, outside faults, in one stretch
     for key, mine in by_key.items():
         busy = held.get(key, [])
         demand = _Asking(_union([(i.time_ns, t) for i, _, t in mine]))
         for lo, hi in _subtract(begin, end, busy):
-            for a, b in _subtract(lo, hi, cuts):
-                asked = demand.of(a, b)
-                if asked < MIN_BAND_S * 1e9:
-                    continue
-                tried = [(i, d) for i, d, t in mine if i.time_ns < b and t > a]
-                band = {"key": key, "start_ns": a, "end_ns": b, "free_s": round((b - a) / 1e9, 3),
-                        "asking_s": round(asked / 1e9, 3), "stuck": asked > bound_ns,
-                        "attempts": len(tried), "ended_by": _ended_by(b, end, busy, cuts)}
-                bands.append(band)
-                if band["stuck"]:
-                    stuck.append({**band, "acquires": [[_brief(i), _brief(d)] for i, d in tried[:MAX_LISTED]]})
+            # A fault explains the stall only while it is in effect (the lease it could hold up
+            # after its heal is the bound's): the asking outside faults adds up over the whole
+            # stretch the lock was free, however many faults cut it (never reset by one).
+            pieces = [(a, b, demand.of(a, b)) for a, b in _subtract(lo, hi, cuts)]
+            total = sum(x for _, _, x in pieces)
+            longest = max(longest, total)
+            is_stuck = total > bound_ns
+            mine_bands = [{"key": key, "start_ns": a, "end_ns": b, "free_s": round((b - a) / 1e9, 3),
+                           "asking_s": round(x / 1e9, 3), "stuck": is_stuck,
+                           "attempts": sum(1 for i, d, t in mine if i.time_ns < b and t > a),
+                           "ended_by": _ended_by(b, end, busy, cuts)}
+                          for a, b, x in pieces if x >= MIN_BAND_S * 1e9]
+            bands += mine_bands
+            if is_stuck:
+                tried = [(i, d) for i, d, t in mine if i.time_ns < hi and t > lo]
+                first = next(b for b in mine_bands) if mine_bands else {"start_ns": lo}
+                stuck.append({"key": key, "start_ns": first["start_ns"], "end_ns": hi,
+                              "free_s": round((hi - first["start_ns"]) / 1e9, 3), "asking_s": round(total / 1e9, 3),
+                              "faulted_s": round((hi - lo - sum(b - a for a, b, _ in pieces)) / 1e9, 3),
+                              "faults": sum(1 for a, b in cuts if a < hi and b > lo), "stuck": True,
+                              "attempts": len(tried), "ended_by": _ended_by(hi, end, busy, cuts),
+                              "acquires": [[_brief(i), _brief(d)] for i, d in tried[:MAX_LISTED]]})
     judge_queue = queued(spec)
     starved = _starved(acqs, cuts, bound_ns) if judge_queue else []
     after = [d.time_ns for _, d, _ in acqs if d is not None and d.type == "ok" and last_heal is not None
@@ -224,14 +263,14 @@ def check_liveness(spec: Any, history: Sequence[Op]) -> CheckResult:
         "stuck": len(stuck), "starved": len(starved) if judge_queue else None,
         "liveness_bound_s": bound, "availability": availability(acqs, faulted, last_heal),
         "granted_after_heal_s": round((min(after) - last_heal) / 1e9, 3) if after else None,
-        "free_unavailable_s": round(max((b["asking_s"] for b in bands), default=0.0), 3),
+        "free_unavailable_s": round(longest / 1e9, 3),
     }
     valid: Any = not stuck and not starved
     error = None
     if not acqs:
         valid, error = UNKNOWN, "no acquire in the history"
     return CheckResult(name="liveness", valid=valid, summary=summary, error=error, details={
-        "bound": {"lease_s": lease_s(spec), "acquire_timeout_s": getattr(spec, "acquire_timeout", None),
+        "bound": {"lease_s": lease_s(spec), "acquire_timeout_s": acquire_timeout_s(spec, history),
                   "margin_s": MARGIN_S, "bound_s": bound},
         "queue": judge_queue, "stuck": stuck[:MAX_LISTED], "starved": starved[:MAX_LISTED],
         "bands": bands[:MAX_LISTED * 4], "last_heal_ns": last_heal})
@@ -245,6 +284,17 @@ def _ended_by(b: int, end: int, busy: list[tuple[int, int]], cuts: list[tuple[in
     return "a grant" if any(a == b for a, _ in busy) else "a fault"
 
 
+def _covered(spans: list[tuple[int, int]], lo: int, hi: int) -> int:
+    """How much of [lo, hi] the sorted, disjoint spans cover."""
+    i = bisect.bisect_right([b for _, b in spans], lo)
+    out = 0
+    for a, b in spans[i:]:
+        if a >= hi:
+            break
+        out += max(0, min(b, hi) - max(a, lo))
+    return out
+
+
 def _starved(acqs: list[tuple[Op, Op | None, int]], cuts: list[tuple[int, int]], bound_ns: int) -> list[dict]:
     """Acquires that waited longer than the bound, with no fault in effect, while two or
     more other processes' acquires were granted (each grant listed)."""
@@ -252,7 +302,8 @@ def _starved(acqs: list[tuple[Op, Op | None, int]], cuts: list[tuple[int, int]],
     times = [g[0] for g in grants]
     found = []
     for inv, done, t in acqs:
-        if t - inv.time_ns <= bound_ns or any(a <= t and inv.time_ns <= b for a, b in cuts):
+        # a fault excuses the wait only while it was in effect (as for stuck)
+        if t - inv.time_ns - _covered(cuts, inv.time_ns, t) <= bound_ns:
             continue
         lo, hi = bisect.bisect_right(times, inv.time_ns), bisect.bisect_left(times, t)
         others = [g[2] for g in grants[lo:hi] if g[1] != inv.process and g[2].key == inv.key]

@@ -21,7 +21,7 @@ import bisect
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from harness.core.contracts.checker import CheckResult
+from harness.core.contracts.checker import INAPPLICABLE, UNKNOWN, CheckResult
 from harness.checker.causes import Attribution, by_cause
 from harness.core.history import NEMESIS, Op, begins_hold, ends_hold, pair_ops
 
@@ -114,15 +114,23 @@ def renewed_while_other_held(history: Sequence[Op], wins: Sequence[Window]) -> l
     """Renews that said ok while another process held the lock: the client (or its
     server) extended a lease that was no longer its own. Each also lies inside an
     overlap, which is the violation; this names the op that should have failed."""
-    found = []
-    for op in history:
-        if op.f != "renew" or op.type != "ok" or op.process == NEMESIS:
-            continue
-        other = next((w for w in wins if w.process != op.process and w.start_ns < op.time_ns
-                      and (w.end_ns is None or op.time_ns < w.end_ns)), None)
+    # a sweep in time order: the windows open at each renew (a few: one per process at most)
+    found: list[tuple[int, dict]] = []
+    by_start = sorted(wins, key=lambda w: w.start_ns)
+    renews = sorted((op for op in history if op.f == "renew" and op.type == "ok" and op.process != NEMESIS),
+                    key=lambda o: (o.time_ns, o.index))
+    active: list[Window] = []
+    k = 0
+    for op in renews:
+        while k < len(by_start) and by_start[k].start_ns < op.time_ns:
+            active.append(by_start[k])
+            k += 1
+        active = [w for w in active if w.end_ns is None or op.time_ns < w.end_ns]
+        other = next((w for w in active if w.process != op.process), None)  # the earliest begun
         if other is not None:
-            found.append({"renew": _brief(op), "holder": _brief(other.acquire)})
-    return found
+            found.append((op.index, {"renew": _brief(op), "holder": _brief(other.acquire)}))
+    order = {op.index: n for n, op in enumerate(history)}
+    return [entry for _, entry in sorted(found, key=lambda f: order.get(f[0], 0))]
 
 
 def lease_history(history: Sequence[Op]) -> list[Op]:
@@ -190,6 +198,15 @@ def check_writes(spec: Any, history: Sequence[Op]) -> CheckResult:
     lost = None
     valid: Any = True
     error = None if final is not None else "no final read of the counter in the history"
+    untouched = not any(o.f in ("read", "write") and o.process not in (NEMESIS, "final") for o in history)
+    if untouched and not final:
+        # the holders touched no resource (-o resource=none, a lock-only foreign history): no
+        # write could be stale or lost, and none was judged; never a vacuous pass
+        return CheckResult(name="writes", valid=UNKNOWN, error=None, summary={
+            "stale_writes_accepted": 0, "stale_writes_rejected": 0, "lost_updates": None, "writes_ok": 0,
+            "writes_info": 0, "final_counter": final, "writes_missing": None, "writes_out_of_token_order": 0},
+            details={INAPPLICABLE: "the holders read and wrote no resource (-o resource=none, or a history of lock "
+                                   "ops alone): stale writes and lost updates are not judged"})
     if final is None:
         valid = "unknown"
     else:

@@ -8,11 +8,12 @@ critical section proved nothing: it is never VALID (`unknown_reason` says why).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from harness.core.contracts.checker import UNKNOWN, CheckResult, merge_valid, safe_check
+from harness.core.contracts.checker import INAPPLICABLE, PARTIAL, UNKNOWN, CheckResult, merge_valid, safe_check
 from harness.checker.keys import per_key
 from harness.checker.kinds import check_exclusion, check_linearizable_lock
 from harness.checker.leases import check_fresh_leases, check_grants, check_held, check_outlived
@@ -28,24 +29,63 @@ from harness.core.history import Op
 class Entry:
     """One checker of the registry: its name in results.json, the check (a function of
     (spec, history) -> CheckResult), and whether its verdict decides the run's: True, False,
-    or FINDINGS (a finding fails the run; its "unknown" leaves the run's verdict alone)."""
+    or FINDINGS (a finding fails the run; an "unknown" makes the run unknown unless the
+    checker says it judged what it could and left only some items unjudged, or that its
+    promise does not apply to this run: see `finding_counts`)."""
 
     name: str
     check: Callable[[Any, Sequence[Op]], CheckResult]
     decides: bool | str
+    # for a checker with a time budget: the check with another budget in seconds
+    # (`chaos check --time-limit`); None for a linear one
+    budget: Callable[[float], Callable[[Any, Sequence[Op]], CheckResult]] | None = None
 
 
-FINDINGS = "findings"  # Entry.decides: only what the checker found decides
+FINDINGS = "findings"  # Entry.decides: what the checker found decides; so does its crash
+
+
+def finding_counts(r: CheckResult, *, finding: bool = True) -> bool:
+    """Whether a deciding checker's verdict counts in the run's verdict.
+
+    True and False count. "unknown" counts (the run is unknown) unless the checker said why it
+    may be left out: its promise does not apply to this run (`details["inapplicable"]`: a
+    client with no opinion of its own, holders that touched no resource), or, for a FINDINGS
+    checker, it judged every item it could and the rest legitimately could not be judged
+    (`details["partial"]`: a death blurred by another fault). A checker that crashed
+    (safe_check's result) or could not run never says either: it counts, so the run is never
+    VALID on a promise nobody judged."""
+    if r.valid is True or r.valid is False:
+        return True
+    d = r.details if isinstance(r.details, dict) else {}
+    excused = r.valid == UNKNOWN and not (r.error and "traceback" in d) and \
+        ((finding and d.get(PARTIAL)) or d.get(INAPPLICABLE))
+    return not excused
+
+
+def why_not_judged(r: CheckResult) -> str | None:
+    """A checker's own reason for a verdict that is neither true nor false (None for one that is)."""
+    if r.valid is True or r.valid is False:
+        return None
+    d = r.details if isinstance(r.details, dict) else {}
+    why = r.error or d.get("reason") or d.get(PARTIAL) or d.get(INAPPLICABLE)
+    if r.valid != UNKNOWN:
+        why = f"its verdict {r.valid!r} is not one" + (f"; {why}" if why else "")
+    return why or "it gave no reason"
 
 
 def _linearizable_model(spec: Any) -> Entry:
     model = "fenced-register" if getattr(spec, "fencing", False) else "register"
-    return Entry(name=f"linearizable-{model}", check=LinearizableChecker(model, time_limit=10.0), decides=True)
+    return Entry(name=f"linearizable-{model}", check=LinearizableChecker(model, time_limit=TIME_LIMIT_S), decides=True,
+                 budget=lambda t: LinearizableChecker(model, time_limit=t))
 
 
 def _linearizable_mutex(spec: Any) -> Entry:
     # the model is the lock kind the history's acquires carry (harness/checker/kinds.py)
-    return Entry(name="linearizable-mutex", check=check_linearizable_lock, decides=not getattr(spec, "fencing", False))
+    return Entry(name="linearizable-mutex", check=check_linearizable_lock, decides=not getattr(spec, "fencing", False),
+                 budget=lambda t: functools.partial(check_linearizable_lock, time_limit=t))
+
+
+TIME_LIMIT_S = 10.0  # a run's budget for each linearizability search (chaos check --time-limit sets another)
 
 
 # The registry: one line per checker, each a function of the spec giving its Entry, or None
@@ -77,9 +117,11 @@ def entries(spec: Any) -> list[Entry]:
     return [e for make in REGISTRY if (e := make(spec)) is not None]
 
 
-def checkers(spec: Any) -> list[tuple[str, Any]]:
-    """(name, fn) of every checker a run applies to its own history."""
-    return [(e.name, e.check) for e in entries(spec)]
+def checkers(spec: Any, time_limit: float | None = None) -> list[tuple[str, Any]]:
+    """(name, fn) of every checker a run applies to its own history; with `time_limit`, each
+    budgeted one gets that budget (seconds)."""
+    return [(e.name, e.budget(time_limit) if time_limit is not None and e.budget is not None else e.check)
+            for e in entries(spec)]
 
 
 def judged(spec: Any) -> set[str]:
@@ -87,8 +129,8 @@ def judged(spec: Any) -> set[str]:
     return {e.name for e in entries(spec) if e.decides}
 
 
-def verdicts(spec: Any, history: Sequence[Op]) -> dict[str, CheckResult]:
-    return {name: safe_check(fn, spec, history, name=name) for name, fn in checkers(spec)}
+def verdicts(spec: Any, history: Sequence[Op], time_limit: float | None = None) -> dict[str, CheckResult]:
+    return {name: safe_check(fn, spec, history, name=name) for name, fn in checkers(spec, time_limit)}
 
 
 def unknown_reason(summary: dict, outcome: dict) -> str | None:
@@ -129,26 +171,41 @@ def undecided(results: dict[str, CheckResult], judge: set[str], findings: set[st
     false, with its own reason (its error, or the reason in its details)."""
     said = []
     for name, r in results.items():
-        if name not in judge or name in findings or r.valid is True or r.valid is False:
+        if name not in judge or r.valid is True or r.valid is False or not finding_counts(r, finding=name in findings):
             continue
-        why = r.error or (r.details or {}).get("reason")
-        if r.valid != UNKNOWN:
-            why = f"its verdict {r.valid!r} is not one" + (f"; {why}" if why else "")
-        said.append(f"checker {name} could not decide ({why or 'it gave no reason'})")
+        said.append(f"checker {name} could not decide ({why_not_judged(r)})")
     return "; ".join(said) or "the checkers could not decide"
+
+
+def _merged_summaries(results: dict[str, CheckResult], taken: set[str]) -> dict[str, Any]:
+    """The checkers' summary keys in one dict. A key two or more checkers share is also named
+    by each checker (`linearizable-mutex.invalid_keys`), and stays plain only when they agree,
+    so no checker's value reads as another's (or as the run's)."""
+    by_key: dict[str, list[tuple[str, Any]]] = {}
+    for name, r in results.items():
+        for k, v in (r.summary or {}).items():
+            by_key.setdefault(k, []).append((name, v))
+    out: dict[str, Any] = {}
+    for k, said in by_key.items():
+        if k in taken:
+            continue
+        if len(said) > 1:
+            out.update({f"{name}.{k}": v for name, v in said})
+            if any(v != said[0][1] for _, v in said):
+                continue
+        out[k] = said[0][1]
+    return out
 
 
 def summarize(spec: Any, results: dict[str, CheckResult], run_dir: Path | None,
               outcome: dict | None = None) -> dict:
     judge = judged(spec)
     findings = {e.name for e in entries(spec) if e.decides == FINDINGS}
-    valid = merge_valid([r.valid for n, r in results.items() if n in judge and (n not in findings or r.valid is False)])
+    valid = merge_valid([r.valid for n, r in results.items() if n in judge and finding_counts(r, finding=n in findings)])
     s: dict[str, Any] = {"valid": valid}
     mutex = results.get("mutex")
     s["violations"] = mutex.summary.get("violations") if mutex else None
-    for r in results.values():
-        for k, v in r.summary.items():
-            s.setdefault(k, v)
+    s.update(_merged_summaries(results, taken=set(s)))
     outcome = outcome or {}  # how the run ended (harness.engine.analysis.read_outcome), {} if unknown
     reason = unknown_reason(s, outcome)
     holes = outcome.get("ops_lost") or outcome.get("workers_died") or s.get("writes_missing")
@@ -164,7 +221,9 @@ def summarize(spec: Any, results: dict[str, CheckResult], run_dir: Path | None,
     s.update(backend=getattr(spec, "backend", None), nemesis=list(getattr(spec, "nemesis", ()) or ["none"]),
              seed=getattr(spec, "seed", None), fencing=getattr(spec, "fencing", None),
              run_dir=str(run_dir) if run_dir else None,
-             checkers={n: r.valid for n, r in results.items()})
+             checkers={n: r.valid for n, r in results.items()},
+             # every row that is neither true nor false, with its own reason
+             not_judged={n: why_not_judged(r) for n, r in results.items() if why_not_judged(r)})
     return s
 
 

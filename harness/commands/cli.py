@@ -97,6 +97,9 @@ def verdict_text(s: dict, *, interrupted_by: int | None = None) -> str:
     other = [f"{n}={val}" for n, val in (s.get("checkers") or {}).items() if n not in ("stats",)]
     if other:
         lines.append("  checkers: " + ", ".join(other))
+    for n, why in (s.get("not_judged") or {}).items():  # each row neither true nor false, with its reason
+        if f"checker {n} could not decide" not in (s.get("unknown_reason") or ""):
+            lines.append(f"  {n} not judged: {why}")
     for e in s.get("errors") or []:
         lines.append(f"  note: {e}")
     if s.get("netns_fallback"):
@@ -119,7 +122,7 @@ def liveness_lines(s: dict) -> list[str]:
     bound = s.get("liveness_bound_s")
     if s.get("stuck"):
         lines.append(f"  STUCK: the lock was free but nobody could get it for {s.get('free_unavailable_s')} s "
-                     f"(bound {bound} s: lease + acquire timeout + margin)")
+                     f"outside faults (bound {bound} s: lease + acquire timeout + margin)")
     if s.get("starved"):
         lines.append(f"  STARVED: {s['starved']} waiter(s) queued longer than {bound} s while others were granted")
     avail = s.get("availability")
@@ -155,6 +158,7 @@ LAZY = {
     "matrix": "harness.commands.matrix:matrix",
     "compare": "harness.commands.compare:compare",
     "shrink": "harness.commands.shrink:shrink",
+    "check": "harness.commands.check:check",
 }
 
 
@@ -301,50 +305,6 @@ def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency
 
         return interrupts.exit_code(ended_by)
     return exit_code(outcome.summary["valid"])
-
-
-@cli.command()
-@click.argument("path", type=click.Path())
-@click.option("--model", type=click.Choice(["mutex", "register", "cas-register", "fenced-register"]), default=None,
-              help="check one linearizability model only (default: every checker of a run)")
-@click.option("--time-limit", type=float, default=30.0, show_default=True, help="checker budget in seconds")
-@click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
-def check(path, model, time_limit, as_json):
-    """Check a stored run dir or a history.jsonl; exit 0 valid, 1 invalid, 2 unknown."""
-    from pathlib import Path
-
-    from harness.engine.analysis import read_outcome
-    from harness.core.contracts.checker import safe_check
-    from harness.checker.policy import summarize, verdicts
-    from results.store import load_run
-
-    if not (math.isfinite(time_limit) and 0 < time_limit <= 86_400):
-        raise BadArgument(f"--time-limit must be above 0 and at most 86400 seconds, not {time_limit:g}")
-    spec, history = load_run(path)
-    p = Path(path)
-    if model:
-        from harness.checker.linearizable import LinearizableChecker
-
-        from harness.core.contracts.checker import parse_valid
-
-        r = safe_check(LinearizableChecker(model, time_limit=time_limit), spec, history, name=model)
-        out = r.to_dict()
-        valid = parse_valid(r.valid)
-        if valid not in (True, False):
-            from harness.checker.policy import undecided
-
-            out["unknown_reason"] = undecided({model: r}, {model}, set())
-    else:
-        results = verdicts(spec, history)
-        # outcome.json lies beside the history: a crashed run's history alone is never VALID
-        out = summarize(spec, results, p if p.is_dir() else None, read_outcome(p if p.is_dir() else p.parent))
-        valid = out["valid"]
-    if as_json:
-        print(json.dumps(out, default=str))
-    else:
-        why = out.get("unknown_reason") or out.get("error")
-        print(verdict_text(out) if not model else f"{model}: {valid}" + (f" ({why})" if why else ""))
-    return exit_code(valid)
 
 
 @cli.command(name="list")

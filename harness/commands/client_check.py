@@ -36,7 +36,7 @@ def steps(a, b, key: str, ttl_ms: int) -> list[tuple[str, Callable[[], str | Non
     def validity():
         v = state["a"].meta.get("valid_ms")
         if v is None:
-            return ("the acquire reply has no valid_ms: the harness then assumes the whole TTL from the reply, and "
+            return ("the acquire reply has no valid_ms: the harness then records no validity for it, and "
                     "cannot check the validity your client believes (docs/client-protocol.md)")
         if not 0 < v <= ttl_ms * 1.05 + 100:
             return f"the acquire reply's valid_ms is {v:g}, not within (0, TTL {ttl_ms}] (it counts from the reply)"

@@ -106,25 +106,52 @@ def targets_of(kind: FaultKind | None, value: Any) -> list:
     return []
 
 
-def fault_intervals(history: Sequence, kinds: Mapping[str, FaultKind] | None = None) -> list[dict]:
-    """[{f, start_ns, end_ns | None, value}] of every fault that took effect, from the history
-    (one band per kind at a time: a second start while one is open joins it)."""
+def in_effect(history: Sequence, kinds: Mapping[str, FaultKind] | None = None) -> list[dict]:
+    """The one account of when each recorded fault was in effect, for the checkers (causes,
+    liveness, leases), the report's bands and ops.csv alike: [{f, start_ns, end_ns | None,
+    value}], one per fault, in start order.
+
+    A fault is in effect from its start op's invoke, unless that op failed (`fail`: not
+    applied); an `info` or a start that never completed may be in effect, so it counts. It
+    ends at the completion of the first op that heals its kind (its `heal`) completing after
+    its invoke; a heal that failed healed nothing. Never healed: `end_ns` None (in effect to
+    the end of the history). Two faults of one kind that overlap stay two."""
+    import bisect
+
     from harness.core.history import NEMESIS, pair_ops
 
-    ends = heals(kinds if kinds is not None else BUILTIN)
-    open_: dict[str, dict] = {}
-    out: list[dict] = []
+    kinds = kinds if kinds is not None else BUILTIN
+    heal_of = {k.f: k.heal for k in kinds.values()}
     ops = sorted((o for o in history if o.process == NEMESIS), key=lambda o: (o.time_ns, o.index))
-    for inv, op in sorted(((i, d) for i, d in pair_ops(ops) if d is not None), key=lambda p: (p[1].time_ns, p[1].index)):
-        if op.type == "fail":
+    pairs = list(pair_ops(ops))
+    heal_fs = set(heal_of.values())
+    healed: dict[str, list[int]] = {}
+    for inv, done in pairs:
+        if inv.f in heal_fs and done is not None and done.type != "fail":
+            healed.setdefault(inv.f, []).append(done.time_ns)
+    for ends in healed.values():
+        ends.sort()
+    out = []
+    for inv, done in pairs:
+        if inv.f not in heal_of or (done is not None and done.type == "fail"):
             continue
-        if op.f in ends:
-            for f in ends[op.f]:
-                started = open_.pop(f, None)
-                if started is not None:
-                    started["end_ns"] = op.time_ns
-        elif op.f not in open_:
-            iv = {"f": op.f, "start_ns": inv.time_ns, "end_ns": None, "value": op.value}
-            open_[op.f] = iv
-            out.append(iv)
+        ends = healed.get(heal_of[inv.f], [])
+        k = bisect.bisect_right(ends, inv.time_ns)
+        value = done.value if done is not None and done.value is not None else inv.value
+        out.append({"f": inv.f, "start_ns": inv.time_ns, "end_ns": ends[k] if k < len(ends) else None, "value": value})
+    return out
+
+
+def fault_intervals(history: Sequence, kinds: Mapping[str, FaultKind] | None = None) -> list[dict]:
+    """The report's and ops.csv's bands, [{f, start_ns, end_ns | None, value}]: `in_effect`,
+    with faults of one kind that overlap joined into one band (None: never healed)."""
+    out: list[dict] = []
+    last: dict[str, dict] = {}
+    for iv in in_effect(history, kinds):
+        band = last.get(iv["f"])
+        if band is not None and (band["end_ns"] is None or iv["start_ns"] <= band["end_ns"]):
+            band["end_ns"] = None if band["end_ns"] is None or iv["end_ns"] is None else max(band["end_ns"], iv["end_ns"])
+            continue
+        last[iv["f"]] = band = dict(iv)
+        out.append(band)
     return out

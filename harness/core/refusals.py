@@ -39,6 +39,9 @@ def refuse(spec: Any) -> None:
     if spec.nemesis and cluster_option(spec.options, "load_clients"):
         raise BadArgument(f"-o load_clients serves fault-free performance runs; a fault ({', '.join(spec.nemesis)}) "
                           f"needs one process per client: drop -o load_clients or the nemesis")
+    if getattr(spec, "fencing", False) and cluster_option(spec.options, "resource") == "none":
+        raise BadArgument("--fencing makes the verdict the data's, and -o resource=none writes no data: drop one "
+                          "(without --fencing, mutual exclusion is judged)")
     margin = cluster_option(spec.options, "margin_ms")
     if spec.hold_until_expiry and margin >= spec.ttl_ms:
         raise BadArgument(f"-o margin_ms={margin:g} with --hold-until-expiry leaves no time to hold a lease of "

@@ -83,6 +83,8 @@ class TestSpec:
 
     @property
     def name(self) -> str:
+        if self.is_bare:
+            return "bare-history"
         return f"{self.backend}-{'+'.join(self.nemesis) or 'none'}" + ("-fenced" if self.fencing else "") \
             + ("-renew" if self.renew else "") + ("-reenter" if self.reenter else "") \
             + ("-expiry" if self.hold_until_expiry else "") \
@@ -91,6 +93,8 @@ class TestSpec:
     @property
     def lock_keys(self) -> tuple[str, ...]:
         """The lock keys a run's workers pick from."""
+        if self.is_bare:
+            return ()
         return (self.key,) if self.keys == 1 else tuple(f"{self.key}-{i}" for i in range(self.keys))
 
     @property
@@ -196,6 +200,21 @@ class TestSpec:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def bare(cls, *, backend: str | None = None, ttl_ms: int | None = None, keys: int | None = None) -> "TestSpec":
+        """The spec of a history checked without its spec.json (a foreign one, or a copy):
+        nothing it does not say is assumed. Backend, TTL, acquire timeout, key count and
+        concurrency are None unless given (`chaos check --backend/--ttl/--keys`); a checker
+        that needs one of them says "unknown" with the reason, never judges by a default.
+        Never a spec to run."""
+        return cls(backend=backend, ttl_ms=ttl_ms, keys=keys, acquire_timeout=None,  # type: ignore[arg-type]
+                   concurrency=None, key=None, command="")  # type: ignore[arg-type]
+
+    @property
+    def is_bare(self) -> bool:
+        """Whether this spec came from no spec.json (TestSpec.bare)."""
+        return self.concurrency is None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "TestSpec":

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from harness.core.contracts.client import recorded_validity
 from harness.core.errors import NotAcquired
 from harness.core.kinds import READ_SHARE
 from harness.core.history import begins_hold, ends_hold, now_ns
@@ -295,7 +296,7 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random, end: float |
         rec("info", "acquire", key=key, error=_err(e), **how)
         _backoff(started, rng, rec)
         return False
-    rec("ok", "acquire", key=key, value=lease.value, token=lease.token, valid_until_ns=lease.valid_until_ns, **how)
+    rec("ok", "acquire", key=key, value=lease.value, token=lease.token, valid_until_ns=recorded_validity(lease), **how)
     token = lease.token
     resource = f"{key}:counter"
     if not still_held(client, lease, rec):
@@ -421,7 +422,7 @@ def work_renewing(spec, client, lease, rec: Recorder, rng: random.Random):
         except Exception as e:
             rec("info", "renew", key=lease.key, value=lease.value, error=_err(e))
             return lease, False
-        rec("ok", "renew", key=lease.key, value=lease.value, token=lease.token, valid_until_ns=lease.valid_until_ns)
+        rec("ok", "renew", key=lease.key, value=lease.value, token=lease.token, valid_until_ns=recorded_validity(lease))
     return lease, None
 
 

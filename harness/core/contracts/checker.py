@@ -15,6 +15,11 @@ from harness.core.history import Op
 
 Valid = bool | str  # True, False or "unknown"
 UNKNOWN = "unknown"
+# Keys of CheckResult.details by which a checker whose verdict is "unknown" says why that need
+# not make the run's verdict unknown (harness/checker/policy.py finding_counts): it judged what
+# it could and only some items could not be (PARTIAL), or its promise does not apply (INAPPLICABLE).
+PARTIAL = "partial"
+INAPPLICABLE = "inapplicable"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

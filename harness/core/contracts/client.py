@@ -22,7 +22,7 @@ from harness.core.errors import LockLost, NotAcquired
 from harness.core.options import Option
 
 __all__ = ["Clock", "Lease", "LockClient", "LockLost", "NotAcquired", "ReadsWallClock", "StillHeld",
-           "unique_value"]
+           "recorded_validity", "unique_value"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,6 +33,15 @@ class Lease:
     acquired_ns: int  # host monotonic time at which acquire returned
     valid_until_ns: int  # monotonic deadline until which the client believes it holds the lock
     meta: Mapping[str, Any] = field(default_factory=dict)
+    # False: the client said nothing of its validity; valid_until_ns is then only the harness's
+    # own estimate to pace the holder's work, and the history records no validity (never a fact
+    # the client did not state: fresh-leases is unknown for such a grant)
+    reported: bool = True
+
+
+def recorded_validity(lease: Lease) -> int | None:
+    """The valid_until_ns a history records for a grant: the client's own, or None."""
+    return lease.valid_until_ns if lease.reported else None
 
 
 class Clock:

@@ -312,3 +312,20 @@ def test_a_release_in_flight_is_no_excuse_when_releases_delete_only_their_own_lo
     assert story(None).cause()["cause"] == "early-foreign-release"
     assert story(False).cause()["cause"] == "early-foreign-release"
     assert story(True).cause()["cause"] == "unexplained"
+
+
+def test_string_process_ids_meeting_a_cut_off_fault_and_an_overrun_keep_the_violation():
+    """Issue 37: a process id may be any JSON scalar; a string one crashed the attribution where
+    a cut-off fault met an overrun (worker None + 1), and the mutex verdict became unknown with
+    its violation gone."""
+    from harness.checker.policy import summarize, verdicts
+    from harness.core.spec import TestSpec
+
+    history = read_history(GOLDEN / "overran-cut-off-string-ids.jsonl")
+    r = check_mutex(SimpleNamespace(backend="redis", concurrency=3, options={}, fencing=False), history)
+    assert r.valid is False and r.error is None and r.summary["violations"] == 1
+    (overlap,) = r.details["overlaps"]
+    assert overlap["cause"]["cause"] == "overran-no-fault"  # whose worker c1 is, a string id does not say
+    spec = TestSpec(backend="redis", facts={"validity": "from-grant"})
+    s = summarize(spec, verdicts(spec, history), None, {"started": True})
+    assert s["valid"] is False and s["violations"] == 1 and s["checkers"]["mutex"] is False

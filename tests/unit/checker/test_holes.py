@@ -12,13 +12,15 @@ from harness.core.history import Op
 from harness.core.spec import TestSpec
 
 
-def _op(i, t, p, type_, f, key="lock", value=None):
-    return Op(index=i, time_ns=t, process=p, type=type_, f=f, key=key, value=value)
+def _op(i, t, p, type_, f, key="lock", value=None, valid_until_ns=None):
+    return Op(index=i, time_ns=t, process=p, type=type_, f=f, key=key, value=value, valid_until_ns=valid_until_ns)
 
 
 def _cycle(i, t, p, value, release=True):
-    """acquire, read, write value, release (the release left out: a lost op)."""
-    ops = [_op(i, t, p, "invoke", "acquire"), _op(i + 1, t + 1, p, "ok", "acquire", value=f"v{p}"),
+    """acquire (its lease valid for the TTL, 60 s), read, write value, release (the release
+    left out: a lost op)."""
+    ops = [_op(i, t, p, "invoke", "acquire"),
+           _op(i + 1, t + 1, p, "ok", "acquire", value=f"v{p}", valid_until_ns=t + 1 + 60_000_000_000),
            _op(i + 2, t + 2, p, "invoke", "read", "lock:counter"), _op(i + 3, t + 3, p, "ok", "read", "lock:counter", value - 1),
            _op(i + 4, t + 4, p, "invoke", "write", "lock:counter", value), _op(i + 5, t + 5, p, "ok", "write", "lock:counter", value)]
     if release:

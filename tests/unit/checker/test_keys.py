@@ -13,8 +13,9 @@ def history(overlap_same_key: bool) -> list[Op]:
     h: list[Op] = []
 
     def op(ms, proc, type_, f, key, value=None, token=None):
-        h.append(Op(index=len(h), time_ns=10**9 + ms * MS, process=proc, type=type_, f=f, key=key, value=value,
-                    token=token))
+        t = 10**9 + ms * MS  # a grant's lease is valid for the TTL (2 s)
+        h.append(Op(index=len(h), time_ns=t, process=proc, type=type_, f=f, key=key, value=value,
+                    token=token, valid_until_ns=t + 2000 * MS if (f, type_) == ("acquire", "ok") else None))
 
     k1 = "lk-0"
     k2 = "lk-0" if overlap_same_key else "lk-1"

@@ -148,3 +148,11 @@ def test_models_agree_with_brute_force_oracle(kind, permits):
         seen.add(expected)
         assert check_linearizable(history, model, time_limit=30).valid is expected, [o.to_dict() for o in history]
     assert seen == {True, False}  # the generator reaches both verdicts
+
+
+def test_the_mode_is_read_from_the_invoke_as_the_model_does():
+    """Issue 37: exclusion read `mode` only from the acquire's ok, the model from its invoke; a
+    history that carries it on the invoke alone (a foreign one) made its readers writers."""
+    r = check_exclusion(None, load("rw-mode-on-invoke-ok.jsonl"))
+    assert r.valid is True and r.summary["reader_overlaps"] == 1 and r.summary["read_windows"] == 3
+    assert [w[5] for w in r.details["windows"]] == ["read", "read", "write", "read"]

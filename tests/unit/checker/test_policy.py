@@ -37,9 +37,29 @@ def test_a_checker_that_could_not_decide_is_named_with_its_reason(result, words)
     assert s["valid"] == UNKNOWN and words in s["unknown_reason"]
 
 
-def test_a_decided_run_has_no_unknown_reason_and_a_finding_checker_does_not_make_one():
-    s = summarize(TestSpec(backend="redis"), results(held=CheckResult(name="held", valid=UNKNOWN)), None, {})
+def test_a_decided_run_has_no_unknown_reason_and_a_finding_checker_that_does_not_apply_does_not_make_one():
+    """Issue 37: this test asserted that a finding checker's bare "unknown" (no reason: a crash
+    or a checker that could not judge) left the run VALID, the defect itself. A promise that
+    does not apply to the run (held, of a client with no opinion) still leaves it alone."""
+    na = CheckResult(name="held", valid=UNKNOWN, details={"inapplicable": "no held answers in the history"})
+    s = summarize(TestSpec(backend="redis"), results(held=na), None, {})
     assert s["valid"] is True and "unknown_reason" not in s
+    assert s["not_judged"] == {"held": "no held answers in the history"}
+    s = summarize(TestSpec(backend="redis"), results(held=CheckResult(name="held", valid=UNKNOWN)), None, {})
+    assert s["valid"] == UNKNOWN and s["unknown_reason"] == "checker held could not decide (it gave no reason)"
+
+
+@pytest.mark.parametrize("name", ["outlived", "fresh-leases", "held"])
+def test_a_finding_checker_that_crashed_makes_the_run_unknown_with_its_reason(name):
+    from harness.core.contracts.checker import safe_check
+
+    def boom(spec, history):
+        raise ValueError("cannot read this")
+
+    s = summarize(TestSpec(backend="redis"), results(**{name: safe_check(boom, None, [], name=name)}), None, {})
+    assert s["valid"] == UNKNOWN and s["checkers"][name] == UNKNOWN
+    assert s["unknown_reason"] == f"checker {name} could not decide (ValueError: cannot read this)"
+    assert s["not_judged"][name] == "ValueError: cannot read this"
 
 
 def test_check_model_says_why_it_is_unknown_in_json_and_in_words():

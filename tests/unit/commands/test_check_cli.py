@@ -31,7 +31,9 @@ def test_check_a_whole_lock_history():
     assert r.returncode == 1
     s = json.loads(r.stdout)
     assert s["violations"] == 1 and s["lost_updates"] == 1 and s["stale_writes_accepted"] == 1
-    assert chaos("check", str(GOLDEN / "lock" / "sequential-ok.jsonl")).returncode == 0
+    # a bare history says no TTL; its grants say 2 s, as --ttl does (issue 37: no default spec)
+    assert chaos("check", str(GOLDEN / "lock" / "sequential-ok.jsonl")).returncode == 2
+    assert chaos("check", str(GOLDEN / "lock" / "sequential-ok.jsonl"), "--ttl", "2000").returncode == 0
 
 
 def test_out_of_time_is_unknown(tmp_path):
@@ -51,3 +53,32 @@ def test_not_a_history_is_254_naming_the_line(tmp_path):
     p.write_text('{"time_ns": 1, "process": 0, "type": "invoke", "f": "acquire"}\n{"time_ns": 2, "process": 0, "type": "done", "f": "acquire"}\n')
     r = chaos("check", str(p))
     assert r.returncode == 254 and "line 2" in r.stderr and "type 'done'" in r.stderr
+
+
+def test_check_time_limit_is_honoured_without_model(tmp_path):
+    """Issue 37: `--time-limit` reached the search only with --model; every run check used 10 s."""
+    import shutil
+
+    from harness.core.spec import TestSpec
+    from results import store
+
+    shutil.copy(GOLDEN / "lock" / "sequential-ok.jsonl", tmp_path / "history.jsonl")
+    store.write_spec(tmp_path, TestSpec(backend="redis", facts={"validity": "from-grant"}))
+    assert chaos("check", str(tmp_path)).returncode == 0
+    r = chaos("check", str(tmp_path), "--time-limit", "1e-9", "--json")
+    out = json.loads(r.stdout)
+    assert r.returncode == 2 and out["valid"] == "unknown"
+    assert "checker linearizable-mutex could not decide (time limit of 1e-09s reached" in out["unknown_reason"]
+
+
+def test_a_summary_key_two_checkers_share_is_named_by_each():
+    """Issue 37: the summary took `invalid_keys`, `model`, ... from whichever checker came first."""
+    from harness.checker.policy import summarize, verdicts
+    from harness.core.history import read_history
+    from harness.core.spec import TestSpec
+
+    spec = TestSpec(backend="redis", facts={"validity": "from-grant"})
+    s = summarize(spec, verdicts(spec, read_history(GOLDEN / "lock" / "overlap-bad.jsonl")), None, {})
+    assert s["linearizable-mutex.invalid_keys"] == ["lock"] and s["linearizable-register.invalid_keys"] == []
+    assert "invalid_keys" not in s and "model" not in s  # they disagree: no plain key reads as the run's
+    assert s["linearizable-mutex.model"] == "mutex" and s["unknown_keys"] == []  # they agree: plain too

@@ -182,7 +182,8 @@ def test_load_run_reads_a_run_dir_or_its_history(tmp_path):
     assert spec.backend == "redis" and spec.nemesis == ("kill",) and spec.fencing is True and history
     assert load_run(d / "history.jsonl")[0].ttl_ms == 500
     (d / "spec.json").unlink()
-    assert load_run(d)[0].backend == "redlock"  # no spec: the defaults
+    bare = load_run(d)[0]  # no spec: nothing assumed (issue 37; this asserted the default spec, Redlock)
+    assert bare.is_bare and bare.backend is None and bare.ttl_ms is None and bare.keys is None
 
 
 @pytest.mark.parametrize("spec, words", [

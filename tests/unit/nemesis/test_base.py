@@ -136,3 +136,47 @@ def test_fault_intervals_are_the_faults_that_took_effect_until_their_heal():
         {"f": "clock-strobe", "start_ns": 40, "end_ns": 52, "value": "maybe"},
         {"f": "pause", "start_ns": 60, "end_ns": None, "value": ["n2"]},
     ]
+
+
+def test_a_reactive_member_does_not_end_the_composed_schedule():
+    """Issue 37: composed with a purely reactive nemesis (kill-holder), a periodic one's
+    schedule stopped at the first slot that drew the reactive one (plan() ends at None): a
+    battery "with faults every 3 s" had one or two. Now every slot of the fault phase has one."""
+    import random
+
+    from harness.core.contracts.nemesis import Fault
+    from harness.engine.generator import plan
+    from nemesis.base import Combined
+
+    class Slow:
+        name, fs = "slow-link", frozenset({"slow-link", "fast-link"})
+
+        def next_fault(self, rng):
+            return Fault(start=("slow-link", {}), stop=("fast-link", None))
+
+        def heal_ops(self):
+            return [("fast-link", None)]
+
+    class Reactive:
+        name, fs = "kill-holder", frozenset({"kill-holder", "respawn-holder"})
+
+        def next_fault(self, rng):
+            return None
+
+        def heal_ops(self):
+            return []
+
+    alone = [p.at for p in plan(Slow(), 3, 57.0, 3.0) if p.f == "slow-link"]
+    for seed in range(20):
+        with_reactive = [p.at for p in plan(Combined([Slow(), Reactive()]), seed, 57.0, 3.0) if p.f == "slow-link"]
+        assert len(with_reactive) >= 8, (seed, with_reactive)
+    assert Combined([Reactive()]).next_fault(random.Random(0)) is None
+    # members that all plan: the same draws as before (one choice per slot, then its fault)
+    class Before(Combined):
+        def next_fault(self, rng):
+            return rng.choice(self.members).next_fault(rng)
+
+    both = [Slow(), Slow()]
+    assert [(p.at, p.f) for p in plan(Combined(both[:1]), 3, 57.0, 3.0)] == \
+        [(p.at, p.f) for p in plan(Before(both[:1]), 3, 57.0, 3.0)]
+    assert len(alone) >= 8

@@ -44,6 +44,7 @@ def run(tmp_path):
 
 def test_report_replaces_links_out_instead_of_writing_through_them(run):
     d, out = run
+    store.write_spec(d, TestSpec(backend="redis"))  # a run dir's spec (without one, its TTL is unknown)
     names = ("ops.csv", "results.json", "report.html", "results.json.tmp", "report.html.tmp")
     for n in names:
         (d / n).symlink_to(out / "victim")
@@ -94,7 +95,7 @@ def test_chaos_check_takes_the_named_history_but_not_a_spec_beside_it_that_leads
     named = d.parent / "elsewhere"
     named.mkdir()
     (named / "h.jsonl").symlink_to(HISTORY)  # the file the user names is their choice
-    assert chaos("check", str(named / "h.jsonl")).returncode == 0
+    assert chaos("check", str(named / "h.jsonl"), "--ttl", "2000").returncode == 0  # bare: its TTL given
     (named / "spec.json").symlink_to(out / "spec.json")
     r = chaos("check", str(named / "h.jsonl"))
     assert r.returncode == 254 and "spec.json" in r.stderr and "outside" in r.stderr, r.stderr
