@@ -54,7 +54,7 @@ from typing import Any, Mapping, Sequence
 from harness.core.contracts.cluster import Node
 from harness.cluster.containment import PROCS_ENV, RunCgroup
 from harness.cluster.kinds import KINDS
-from harness.core.errors import BadArgument, LockLost, NotAcquired
+from harness.core.errors import CLIENT_DIED, BadArgument, LockLost, NotAcquired
 from harness.core.interrupts import die_with_parent
 from harness.core.kinds import LockKind, backends_with
 from harness.core.options import Option, values
@@ -73,6 +73,13 @@ LOG_ENV = "CHAOSLOCK_WORKER_LOG"  # the worker's log; the child's stderr goes be
 
 class ClientBroke(Exception):
     """The child hung, died or wrote something that is not its reply (an `info`)."""
+
+
+class ClientDied(ClientBroke):
+    """The child exited on its own, untold (not killed by the harness, not at close): a
+    finding, "client died" (harness/checker/alive.py), besides the op it leaves in doubt."""
+
+
 
 
 def parse_servers(text: str) -> tuple[str, int]:
@@ -139,6 +146,7 @@ class ExternalClient:
         self.next_id = 0
         self.buf = b""
         self.unsupported: set[str] = set()
+        self.death: str | None = None  # a ClientDied swallowed by a side question (clock), raised at the next op
         self.starts = 0
         self.log = os.environ.get(LOG_ENV)
         self.io = threading.RLock()  # one request at a time on the child's pipes
@@ -274,10 +282,17 @@ class ExternalClient:
         return f"it exited with status {status}"
 
     def _broke(self, why: str) -> dict:
+        died = self.proc is not None and self.proc.poll() is not None  # it exited before we ended it
+        tail = self._stderr_tail() if died else ""
         self._end(why)
+        if died:
+            raise ClientDied(f"{CLIENT_DIED}: {why}{tail}")
         raise ClientBroke(why)
 
     def _op(self, req: dict, timeout_s: float) -> dict:
+        if self.death is not None:  # it died while answering a question of ours (clock, held): say so first
+            said, self.death = self.death, None
+            raise ClientDied(said)
         if self.proc is None:
             self._start()
         return self._call(req, timeout_s)
@@ -329,7 +344,9 @@ class ExternalClient:
         before = time.time()
         try:
             rep = self._exchange({"op": "clock"}, self.op_timeout + MARGIN_S)
-        except ClientBroke:
+        except ClientBroke as e:
+            if isinstance(e, ClientDied):
+                self.death = str(e)
             self.clock.report(math.nan)
             return
         after = time.time()
@@ -427,8 +444,10 @@ class ExternalClient:
             return None
         try:
             rep = self._call({"op": "held", "key": lease.key, "value": lease.value}, self.op_timeout + MARGIN_S)
+        except ClientDied:
+            raise  # recorded as the held op's outcome (info), and judged: the client died
         except ClientBroke:
-            return False  # it died or hung: it cannot be trusted to hold anything
+            return False  # it hung: it cannot be trusted to hold anything
         if rep["type"] == "unsupported":
             self.unsupported.add("held")
             return None

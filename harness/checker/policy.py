@@ -19,6 +19,8 @@ from harness.checker.kinds import check_exclusion, check_linearizable_lock
 from harness.checker.leases import check_fresh_leases, check_grants, check_held, check_outlived
 from harness.checker.liveness import check_liveness
 from harness.checker.linearizable import LinearizableChecker
+from harness.checker.alive import check_alive
+from harness.checker.noticed import check_noticed
 from harness.checker.properties import check_reentrancy
 from harness.checker.replayed import check_replayed, planned
 from harness.checker.lock import check_stats, check_writes
@@ -106,6 +108,9 @@ REGISTRY: tuple[Callable[[Any], Entry | None], ...] = (
     lambda spec: Entry(name="outlived", check=check_outlived, decides=FINDINGS),
     lambda spec: Entry(name="fresh-leases", check=check_fresh_leases, decides=FINDINGS),
     lambda spec: Entry(name="held", check=check_held, decides=FINDINGS),
+    lambda spec: Entry(name="noticed", check=check_noticed, decides=FINDINGS),
+    # an external client process that died of its own error (the in-process clients cannot)
+    lambda spec: Entry(name="alive", check=check_alive, decides=True) if getattr(spec, "backend", None) == "external" else None,
     lambda spec: Entry(name="grants", check=check_grants, decides=False),
     # a replay that applied none of its recorded faults proves nothing about them
     lambda spec: Entry(name="replayed", check=check_replayed, decides=True) if planned(spec) else None,

@@ -52,3 +52,8 @@ class NotAcquired(Exception):
 
 class LockLost(Exception):
     """A holder learned it no longer holds its lease (a watchdog renewal failed)."""
+
+
+# An external client process that exited on its own, untold (workloads/external.py ClientDied):
+# the error of the op it left in doubt begins with this, and harness/checker/alive.py judges it.
+CLIENT_DIED = "client died"

@@ -116,6 +116,12 @@ CLUSTER_OPTIONS = (
            help="what a holder does: read and write the fenced counter on the store server; none: nothing, the "
                 "lock cycle alone (a throughput probe as the services' own load tools measure; mutual exclusion "
                 "and tokens are still judged, lost updates and stale writes cannot be)"),
+    Option(name="held_check", type=str, default="grant", choices=("grant", "write", "both"),
+           help="when a holder asks its client whether it still holds the lock (`held`): right after the grant, "
+                "right before its write and each renew (the application's last look), or both; a `held: true` "
+                "after another process was granted the lock is a finding (the client did not notice it lost it). "
+                "Default grant: a last look would keep a paused holder that tracks its validity from writing, "
+                "and the articles' stale write (what fencing is for) from happening"),
     Option(name="own_key", type=bool, default=False,
            help="client i always takes lock key i (mod --keys) instead of a random key per cycle: a throughput "
                 "probe without contention, as the services' own load tools measure"),

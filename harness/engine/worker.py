@@ -299,7 +299,8 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random, end: float |
     rec("ok", "acquire", key=key, value=lease.value, token=lease.token, valid_until_ns=recorded_validity(lease), **how)
     token = lease.token
     resource = f"{key}:counter"
-    if not still_held(client, lease, rec):
+    looks = _looks(spec)
+    if "grant" in looks and not still_held(client, lease, rec):
         # The watchdog or the session already says the lock is gone: do no work under it.
         return release(client, lease, rec)
     if spec.reenter and not reenter(spec, client, lease, rec):
@@ -338,6 +339,8 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random, end: float |
                 time.sleep(hold)
         if how.get("mode") == "read" or kind.name == "semaphore":
             return release(client, lease, rec)  # a reader or a permit holder only reads: its section ends here
+        if "write" in looks and not still_held(client, lease, rec):
+            return release(client, lease, rec)  # the last look before the write: the client knows it lost the lock
         rec("invoke", "write", key=resource, value=value + 1, token=token)
         try:
             counter.write(value + 1, token)
@@ -349,6 +352,13 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random, end: float |
             release(client, lease, rec)
             return False
     return release(client, lease, rec)
+
+
+def _looks(spec) -> tuple[str, ...]:
+    """When a holder asks `held` (-o held_check): "grant" (right after it), "write" (right
+    before the write and each renew, as a careful application looks before it commits)."""
+    check = cluster_option(spec.options, "held_check")
+    return ("grant", "write") if check == "both" else (check,)
 
 
 def _kind(lock: str):
@@ -413,6 +423,8 @@ def work_renewing(spec, client, lease, rec: Recorder, rng: random.Random):
         left -= step
         if left <= 0:
             break
+        if "write" in _looks(spec) and not still_held(client, lease, rec):
+            return lease, True  # the client says the lock is gone: no renew, no write
         rec("invoke", "renew", key=lease.key, value=lease.value)
         try:
             lease = client.renew(lease)

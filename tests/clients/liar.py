@@ -11,6 +11,11 @@ what it does. MODE:
   from-reply     counts its validity from the moment the reply arrived, ignoring the time the
                  request took (slow-link with --hold-until-expiry: its claim outlasts the key on
                  the server, and the violation is UNEXPLAINED, not excused by the slow link)
+  dies-after-release  exits with an unhandled error right after every third ok release (a
+                 background refresh that throws once its lock is gone): "client died"
+  held-always    answers `held: true` whatever happened, as a library whose background refresh
+                 silently re-creates an expired key would (pause-holder with -o held_check=both:
+                 "the client did not notice it lost the lock")
 """
 import sys
 from pathlib import Path
@@ -23,7 +28,17 @@ calls = 0
 EXAMPLE = Path(__file__).resolve().parents[2] / "clients/example-redis/client.py"
 # The source edits of the modes that change the client's own reasoning (each must apply).
 EDITS = {"late-ok": ("            if valid_ms <= 0:", "            if False:"),
-         "from-reply": ("req[\"ttl_ms\"] * 0.9 - (time.monotonic() - sent) * 1000", "req[\"ttl_ms\"] * 0.9")}
+         "from-reply": ("req[\"ttl_ms\"] * 0.9 - (time.monotonic() - sent) * 1000", "req[\"ttl_ms\"] * 0.9"),
+         "held-always": ("        elif op == \"release\":",
+                         "        elif op == \"held\":\n            rep = {\"type\": \"ok\", \"held\": True}\n"
+                         "        elif op == \"release\":"),
+         "dies-after-release": ("    print(json.dumps({\"id\": req[\"id\"], **rep}), flush=True)",
+                                "    print(json.dumps({\"id\": req[\"id\"], **rep}), flush=True)\n"
+                                "    if op == \"release\" and rep[\"type\"] == \"ok\":\n"
+                                "        released = globals().get(\"released\", 0) + 1\n"
+                                "        globals()[\"released\"] = released\n"
+                                "        if released % 3 == 0:\n"
+                                "            raise SystemExit(\"refresh thread: KeyError: the lock key vanished after release\")")}
 
 
 def lying_set(self, name, value, nx=False, px=None, **kw):

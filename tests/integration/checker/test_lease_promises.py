@@ -58,3 +58,28 @@ def test_an_ok_for_an_acquire_slower_than_its_lease_is_an_expired_grant(tmp_path
     assert s["valid"] is False and s["expired_grants"] >= 1 and s["checkers"]["fresh-leases"] is False, s
     honest = run(tmp_path, HONEST, *slower)
     assert honest["expired_grants"] == 0, honest  # it refuses the lease it got too late
+
+
+LAST_LOOK = ("-n", "pause-holder", "-o", "held_check=both", "--time-limit", "12")
+
+
+def test_a_client_that_says_it_holds_a_lock_it_lost_is_named_and_an_honest_one_notices(tmp_path):
+    """The last look before the write (-o held_check=both): the paused holder wakes after its
+    lease; a client whose `held` says true whatever happened is "the client did not notice it
+    lost the lock"; the built-in redis design (its validity tracked) says false, writes nothing,
+    and is not named (its overrun is still a violation: a pause past the lease is one)."""
+    s = run(tmp_path, f"{LIAR} held-always", "--servers", "valkey:1", *LAST_LOOK)
+    assert s["checkers"]["noticed"] is False and s["held_true_after_lost"] >= 1, s
+    h = summary(chaos("run", "-b", "redis", *LAST_LOOK, "--seed", "1", "--store", str(tmp_path), "--json"))
+    assert h["checkers"]["noticed"] is True and h["held_true_after_lost"] == 0, h
+    assert h["held_false_before_write"] >= 1 and h["stale_writes_accepted"] == 0, h
+
+
+def test_a_client_that_dies_of_its_own_error_is_a_finding_and_the_honest_one_is_not(tmp_path):
+    """A client process that exits untold (an unhandled error after a release, every third one)
+    is "client died", with its last stderr line, and the run is invalid; the honest example
+    under the same run is alive throughout."""
+    s = run(tmp_path, f"{LIAR} dies-after-release", "--servers", "valkey:1", "--time-limit", "6")
+    assert s["valid"] is False and s["checkers"]["alive"] is False and s["client_deaths"] >= 1, s
+    h = run(tmp_path, HONEST, "--servers", "valkey:1", "--time-limit", "6")
+    assert h["valid"] is True and h["checkers"]["alive"] is True and h["client_deaths"] == 0, h
