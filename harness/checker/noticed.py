@@ -17,7 +17,7 @@ from __future__ import annotations
 import bisect
 from typing import Any, Sequence
 
-from harness.core.contracts.checker import UNKNOWN, CheckResult
+from harness.core.contracts.checker import INAPPLICABLE, UNKNOWN, CheckResult
 from harness.core.history import NEMESIS, Op
 
 MAX_LISTED = 50
@@ -26,8 +26,9 @@ MAX_LISTED = 50
 def check_noticed(spec: Any, history: Sequence[Op]) -> CheckResult:
     ops = sorted((o for o in history if o.process not in (NEMESIS, "final")), key=lambda o: (o.time_ns, o.index))
     if str(getattr(spec, "lock", "mutex") or "mutex").startswith("semaphore"):
-        return CheckResult(name="noticed", valid=UNKNOWN, summary={"held_answers_judged": 0},
-                           error="not judged for a semaphore: its permits are shared by design")
+        why = "not judged for a semaphore: its permits are shared by design"
+        return CheckResult(name="noticed", valid=UNKNOWN, summary={"held_answers_judged": 0}, error=why,
+                           details={INAPPLICABLE: why})
     invoked: dict[Any, Op] = {}
     grants: dict[Any, tuple[list[int], list[Any]]] = {}  # key -> (exclusive grant times, their processes)
     mine: dict[Any, Op] = {}  # process -> the ok acquire of its current hold
@@ -70,9 +71,9 @@ def check_noticed(spec: Any, history: Sequence[Op]) -> CheckResult:
     summary = {"held_answers_judged": answers, "held_false_before_write": said_no,
                "held_true_after_lost": len(findings)}
     if not answers:
-        return CheckResult(name="noticed", valid=UNKNOWN, summary=summary,
-                           error="the client gave no `held` answer (it has no opinion, or answers unsupported): "
-                                 "whether it notices a lost lock was not judged")
+        why = ("the client gave no `held` answer (it has no opinion, or answers unsupported): whether it "
+               "notices a lost lock was not judged")
+        return CheckResult(name="noticed", valid=UNKNOWN, summary=summary, error=why, details={INAPPLICABLE: why})
     return CheckResult(name="noticed", valid=False if findings else True, summary=summary,
                        details={"findings": findings[:MAX_LISTED]})
 
