@@ -226,7 +226,6 @@ def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency
         watchdog, renew, reenter, hold_until_expiry, nemesis_interval, clock_jump_s, lock, options, netns, cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts,
         base_port, store, as_json, junit, replay_dir, repeat):
     """Run one chaos test and print its verdict."""
-    from harness.engine.runner import run as run_spec
     from harness.core.spec import TestSpec
 
     schedule = None
@@ -291,6 +290,8 @@ def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency
         if as_json:
             print(json.dumps(summaries, default=str))
         return code
+    from harness.engine.runner import run as run_spec  # late: a refusal above need not import the servers' code
+
     outcome = run_spec(spec, progress=True, replay=schedule)
     ended_by = (outcome.signal or signal.SIGINT) if outcome.interrupted else None
     print(verdict_text(outcome.summary, interrupted_by=ended_by), file=human)

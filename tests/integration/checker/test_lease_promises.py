@@ -60,7 +60,7 @@ def test_an_ok_for_an_acquire_slower_than_its_lease_is_an_expired_grant(tmp_path
     assert honest["expired_grants"] == 0, honest  # it refuses the lease it got too late
 
 
-LAST_LOOK = ("-n", "pause-holder", "-o", "held_check=both", "--time-limit", "12")
+LAST_LOOK = ("-n", "pause-holder", "-o", "held_check=both", "--time-limit", "10")
 
 
 def test_a_client_that_says_it_holds_a_lock_it_lost_is_named_and_an_honest_one_notices(tmp_path):
@@ -79,7 +79,7 @@ def test_a_client_that_dies_of_its_own_error_is_a_finding_and_the_honest_one_is_
     """A client process that exits untold (an unhandled error after a release, every third one)
     is "client died", with its last stderr line, and the run is invalid; the honest example
     under the same run is alive throughout."""
-    s = run(tmp_path, f"{LIAR} dies-after-release", "--servers", "valkey:1", "--time-limit", "6")
+    s = run(tmp_path, f"{LIAR} dies-after-release", "--servers", "valkey:1", "--time-limit", "5")
     assert s["valid"] is False and s["checkers"]["alive"] is False and s["client_deaths"] >= 1, s
-    h = run(tmp_path, HONEST, "--servers", "valkey:1", "--time-limit", "6")
+    h = run(tmp_path, HONEST, "--servers", "valkey:1", "--time-limit", "4")
     assert h["valid"] is True and h["checkers"]["alive"] is True and h["client_deaths"] == 0, h

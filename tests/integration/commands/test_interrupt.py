@@ -242,8 +242,7 @@ def _ok_writes(store: Path) -> int:
     return sum(1 for o in written_ops(store) if o.get("f") == "write" and o.get("type") == "ok")
 
 
-@pytest.mark.parametrize("backend, sig, code", [("etcd", signal.SIGTERM, 143), ("zookeeper", signal.SIGTERM, 143),
-                                                ("etcd", signal.SIGHUP, 129)])
+@pytest.mark.parametrize("backend, sig, code", [("etcd", signal.SIGTERM, 143), ("zookeeper", signal.SIGHUP, 129)])
 def test_a_signal_to_the_whole_process_group_loses_no_op(tmp_path, backend, sig, code):
     """What a CI runner, systemd or `docker stop` does (SIGTERM to the whole group), and a closed
     terminal (SIGHUP): the fork server and the workers survive it, the runner stops them, and
