@@ -8,8 +8,8 @@ traceback nor a death by the signal; nothing has started yet, so nothing is left
 import signal
 import sys
 
-_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
-_WORDS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
+from harness.core import interrupts  # light (signal, threading, the error codes): its words and exit codes
+
 
 
 def main() -> None:
@@ -19,19 +19,17 @@ def main() -> None:
         arrived.append(signum)
         raise KeyboardInterrupt
 
-    before = {s: signal.getsignal(s) for s in _CODES}
+    before = {s: signal.getsignal(s) for s in interrupts.STOPS}
     for s, h in before.items():
         if h is not signal.SIG_IGN:  # an ignored signal (nohup, a background job) stays ignored
             signal.signal(s, early)
     try:
         from harness.commands.cli import main as cli_main
     except KeyboardInterrupt:
-        for s in _CODES:
-            signal.signal(s, signal.SIG_IGN)
+        interrupts.ignore_stops()
         got = arrived[0] if arrived else signal.SIGINT
-        print(f"chaos: INTERRUPTED before it started; exit code: {_CODES[got]} (interrupted by {_WORDS[got]})",
-              file=sys.stderr)
-        sys.exit(_CODES[got])
+        print(f"chaos: INTERRUPTED before it started; {interrupts.exit_line(got)}", file=sys.stderr)
+        sys.exit(interrupts.exit_code(got))
     if before[signal.SIGINT] is not signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     cli_main()  # it sets its own handlers for SIGTERM and SIGHUP first thing

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -152,3 +153,13 @@ def need_root_netns() -> str | None:
 
 
 __all__ = ["chaos", "eventually", "installed", "need_root_netns", "ROOT"]
+
+
+@pytest.fixture(scope="module")
+def busy_port():
+    """A loopback port held open (listening) for the module's tests: a port in use."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    yield s.getsockname()[1]
+    s.close()

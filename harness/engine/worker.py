@@ -357,8 +357,15 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random, end: float |
 def _looks(spec) -> tuple[str, ...]:
     """When a holder asks `held` (-o held_check): "grant" (right after it), "write" (right
     before the write and each renew, as a careful application looks before it commits)."""
-    check = cluster_option(spec.options, "held_check")
-    return ("grant", "write") if check == "both" else (check,)
+    raw = spec.options.get("held_check")
+    looks = _LOOKS.get(raw)
+    if looks is None:  # parsed once per value, not on every cycle
+        check = cluster_option(spec.options, "held_check")
+        looks = _LOOKS[raw] = ("grant", "write") if check == "both" else (check,)
+    return looks
+
+
+_LOOKS: dict = {}
 
 
 def _kind(lock: str):

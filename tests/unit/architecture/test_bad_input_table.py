@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 from pathlib import Path
 
@@ -50,15 +49,6 @@ def tripwire_path(tmp_path_factory) -> str:
             if e.is_file() and os.access(e, os.X_OK):
                 target.symlink_to(e.resolve())
     return str(bin_dir)
-
-
-@pytest.fixture(scope="module")
-def busy_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    s.listen()
-    yield s.getsockname()[1]
-    s.close()
 
 
 # ---------------------------------------------------------------- building a row's files

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import stat
 import subprocess
 import sys
@@ -205,15 +204,6 @@ def frozen():
     yield paths
     for p in paths:
         subprocess.run(["chattr", "-i", str(p)], capture_output=True)
-
-
-@pytest.fixture(scope="module")
-def busy_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    s.listen()
-    yield s.getsockname()[1]
-    s.close()
 
 
 def tree(d: Path) -> dict[str, tuple[int, int]]:
