@@ -125,15 +125,18 @@ class RunCgroup:
         does not (a delegated v2 subtree, a read-only cgroup.procs)."""
         import subprocess
 
-        try:
-            p = subprocess.Popen(["sleep", "5"], preexec_fn=self.preexec("servers"),
-                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        except (OSError, subprocess.SubprocessError):
-            self.remove()
-            return False
-        ok = p.pid in _members(self.dir)
-        p.kill()
-        p.wait()
+        from harness.core.interrupts import deferred
+
+        with deferred():  # a press in the at-fork hooks a preexec_fn runs would be lost; a probe must not outlive it
+            try:
+                p = subprocess.Popen(["sleep", "5"], preexec_fn=self.preexec("servers"),
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            except (OSError, subprocess.SubprocessError):
+                self.remove()
+                return False
+            ok = p.pid in _members(self.dir)
+            p.kill()
+            p.wait()
         if not ok:
             self.remove()
         return ok

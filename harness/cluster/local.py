@@ -26,7 +26,7 @@ from harness.cluster.shaping import LinkShaping
 from harness.cluster.provider import (FAKETIME_LIB, RUN_ENV, Group, ServerCluster, clock_method, prepare_node,
                                       set_node_clock)
 from harness.core.errors import BadArgument, ClusterError, MissingDependency, PortInUse
-from harness.core.interrupts import quiet_group, shielded
+from harness.core.interrupts import deferred, quiet_group, shielded
 from harness.core.outputcap import cap_file
 
 
@@ -219,11 +219,16 @@ class LocalCluster(ServerCluster):
         log = open(node.log_path, "ab")
         self._logs[node.name] = log
         try:
-            p = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 start_new_session=True, preexec_fn=self.contained.preexec("servers"), cwd=node.data_dir if os.path.isdir(node.data_dir) else None)
+            # deferred: with a preexec_fn Python runs its at-fork hooks here, and a press raised in one
+            # is printed as "Exception ignored" and lost; and a server started must be recorded
+            with deferred():
+                p = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     start_new_session=True, preexec_fn=self.contained.preexec("servers"),
+                                     cwd=node.data_dir if os.path.isdir(node.data_dir) else None)
+                self._state[node.name] = ProcState(pid=p.pid, alive=True,
+                                                   extra={"popen": p, "faketime": bool(node.clock_file)})
         except FileNotFoundError as e:
             raise MissingDependency(f"cannot start {node.name}: {e.filename} not found; run `make install`") from None
-        self._state[node.name] = ProcState(pid=p.pid, alive=True, extra={"popen": p, "faketime": bool(node.clock_file)})
 
     def _check_alive(self, node: Node) -> None:
         p = self._state[node.name].extra["popen"]

@@ -32,7 +32,7 @@ from typing import Any, Sequence
 
 from harness.core.contracts.cluster import Shape
 from harness.core.errors import NemesisError
-from harness.core.interrupts import quiet_group
+from harness.core.interrupts import deferred, quiet_group
 
 QUEUE = 7  # queue numbers are per namespace, and the namespaces are the run's own
 MECHANISM = "nfqueue delay + iptables statistic loss + htb rate (no netem in this kernel)"
@@ -145,17 +145,24 @@ class LinkShaping:
     def _start_delayer(self, namespaces: list[str], shape: Shape, seed: int) -> subprocess.Popen:
         contained = getattr(self, "contained", None)
         log = open(os.path.join(self.dir, "delayer.log"), "ab")
+        proc = None
         try:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.cluster.delayer", "--queue", str(QUEUE),
-                 "--delay-ms", str(shape.delay_ms), "--jitter-ms", str(shape.jitter_ms), "--seed", str(seed),
-                 *namespaces],
-                stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
-                preexec_fn=contained.preexec("servers") if contained is not None else None)
+            with deferred():  # the at-fork hooks a preexec_fn runs must not see a press (local.py's _spawn)
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "harness.cluster.delayer", "--queue", str(QUEUE),
+                     "--delay-ms", str(shape.delay_ms), "--jitter-ms", str(shape.jitter_ms), "--seed", str(seed),
+                     *namespaces],
+                    stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
+                    preexec_fn=contained.preexec("servers") if contained is not None else None)
+            ready, _, _ = select.select([proc.stdout], [], [], 15)
+            line = proc.stdout.readline().strip() if ready else b""
+        except KeyboardInterrupt:
+            if proc is not None:
+                proc.kill()
+                proc.wait(timeout=5)
+            raise
         finally:
             log.close()
-        ready, _, _ = select.select([proc.stdout], [], [], 15)
-        line = proc.stdout.readline().strip() if ready else b""
         if line != b"ready":
             proc.kill()
             proc.wait(timeout=5)

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.errors import ChaosError, MissingDependency
+from harness.core.interrupts import deferred
 
 BENCH_KEYS = 1_000_000_000  # redis-benchmark -r: random keys from this many, so acquires rarely collide
 PREFIX = "yardstick:"
@@ -102,6 +103,23 @@ def _in_netns(netns: str | None):
     return enter
 
 
+def _run_in(netns: str | None, argv: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """subprocess.run(argv, capture_output=True, text=True) inside `netns`, started with presses held
+    (a press in the at-fork hooks a preexec_fn runs would be lost) and killed if one comes later."""
+    proc = None
+    try:
+        with deferred():
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    preexec_fn=_in_netns(netns))
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        if proc is not None:
+            proc.kill()
+            proc.communicate()
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
 # Sets KEYS[1]..%012d (redis-benchmark's __rand_int__) for 0..ARGV[1]-1 to ARGV[2]: the locks the
 # release half then finds held by its value, so it runs the script's full path (GET, then DEL).
 _FILL = "for i = 0, tonumber(ARGV[1]) - 1 do redis.call('SET', KEYS[1] .. string.format('%012d', i), ARGV[2]) end"
@@ -113,16 +131,24 @@ def _benchmarks(nodes, netns: str | None, connections: int, requests: int, keysp
     """redis-benchmark on every node at once (one process each), `command` `requests` times over
     `connections`, keys __rand_int__ below `keyspace`: each node's requests per second."""
     tool = redis_benchmark()
-    procs = [subprocess.Popen([tool, "-h", n.host, "-p", str(n.port), "-c", str(connections), "-n", str(requests),
-                               "-r", str(keyspace), "--csv", *command], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, preexec_fn=_in_netns(netns)) for n in nodes]
+    procs = []
+    try:
+        with deferred():  # a press in the at-fork hooks a preexec_fn runs would be lost
+            for n in nodes:
+                procs.append(subprocess.Popen([tool, "-h", n.host, "-p", str(n.port), "-c", str(connections), "-n",
+                                               str(requests), "-r", str(keyspace), "--csv", *command],
+                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                              preexec_fn=_in_netns(netns)))
+        outs = [p.communicate(timeout=600) + (p.returncode,) for p in procs]
+    except BaseException:
+        for p in procs:
+            p.kill()
+            p.communicate()
+        raise
     rates = []
-    for p in procs:
-        out, err = p.communicate(timeout=600)
-        if p.returncode != 0:
-            for q in procs:
-                q.kill()
-            raise ChaosError(f"redis-benchmark failed ({p.returncode}): {(err.strip() or out.strip()).splitlines()[-1:]}")
+    for out, err, code in outs:
+        if code != 0:
+            raise ChaosError(f"redis-benchmark failed ({code}): {(err.strip() or out.strip()).splitlines()[-1:]}")
         rates.append(parse_csv_rps(out))
     return rates
 
@@ -197,9 +223,8 @@ def etcd_yardstick(nodes, netns: str | None, *, clients: int = 32, conns: int = 
     if not ETCD_TOOL.exists():
         raise MissingDependency(f"{ETCD_TOOL} not built; run `make install` (scripts/clients/etcd-yardstick.sh)")
     endpoints = ",".join(f"{n.host}:{n.port}" for n in nodes if n.role == "lock")
-    out = subprocess.run([str(ETCD_TOOL), "-endpoints", endpoints, "-clients", str(clients), "-conns", str(conns),
-                          "-seconds", str(seconds), "-ttl", str(ttl_s)], capture_output=True, text=True,
-                         timeout=seconds + 60, preexec_fn=_in_netns(netns))
+    out = _run_in(netns, [str(ETCD_TOOL), "-endpoints", endpoints, "-clients", str(clients), "-conns", str(conns),
+                          "-seconds", str(seconds), "-ttl", str(ttl_s)], timeout=seconds + 60)
     if out.returncode != 0:
         raise ChaosError(f"etcd-yardstick failed ({out.returncode}): "
                          f"{(out.stderr.strip() or out.stdout.strip() or 'no output').splitlines()[-1][:300]}")
@@ -216,8 +241,7 @@ def zk_yardstick(nodes, netns: str | None, *, clients: int = 32, sessions: int =
     if not ZK_TOOL.exists():
         raise MissingDependency(f"{ZK_TOOL} not built; run `make install` (scripts/clients/zk-yardstick.sh)")
     connect = ",".join(f"{n.host}:{n.port}" for n in nodes if n.role == "lock")
-    out = subprocess.run([str(ZK_TOOL), connect, str(clients), str(sessions), str(seconds)], capture_output=True,
-                         text=True, timeout=seconds + 60, preexec_fn=_in_netns(netns))
+    out = _run_in(netns, [str(ZK_TOOL), connect, str(clients), str(sessions), str(seconds)], timeout=seconds + 60)
     if out.returncode != 0:
         raise ChaosError(f"zk-yardstick failed ({out.returncode}): "
                          f"{(out.stderr.strip() or out.stdout.strip() or 'no output').splitlines()[-1][:300]}")
