@@ -34,7 +34,7 @@ _RANGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:-\s*(\d+(?:\.\d+)?))?\s*$")
 OPTIONS = (Option(name="when", type=str, default="held", choices=("held", "free"),
                   help="with during=acquire: kill a waiter while another process holds (held), or the next acquirer "
                        "of a free lock, between the round trips of its acquire (free)"),
-           Option(name="at_ms", type=str, default="",
+           Option(name="at_ms", type=str, default=None,
                   help="with during=acquire: when the kill lands after the acquire request left, a range A-B in ms "
                        "(the moment drawn by the seed) or one number; default 50 (when=held), 0-5 (when=free)"))
 
@@ -59,7 +59,7 @@ def refusal(name: str, spec: Any, v: dict) -> str | None:
     except BadArgument as e:
         return str(e)
     if v["during"] != "acquire":
-        for opt, default in (("when", "held"), ("at_ms", "")):
+        for opt, default in (("when", "held"), ("at_ms", None)):
             if v[opt] != default:
                 return f"{name} -o {opt}={v[opt]} aims inside an acquire: add -o during=acquire, or drop -o {opt}"
         return None
