@@ -12,7 +12,9 @@ what it does. MODE:
                  request took (slow-link with --hold-until-expiry: its claim outlasts the key on
                  the server, and the violation is UNEXPLAINED, not excused by the slow link)
   blind-retry    a release that fails on the connection (reset, timeout) forgets whose key it
-                 was and retries a plain DEL until a server answers (cut-in-flight -o
+                 was and retries a plain DEL until a server answers (without redis-py's own
+                 retries, which re-send the owner-checked EVAL, as redis-py before 6 had none;
+                 cut-in-flight -o
                  lose=request with a cut longer than the lease: after the heal it deletes the
                  next holder's key, a third process is let in, and the release said ok although
                  the lock had been lost)
@@ -82,6 +84,17 @@ def two_step_set(self, name, value, nx=False, px=None, **kw):
 if mode not in ("long-validity", "skip-nx", "no-ttl", "two-step", *EDITS):
     sys.exit(f"liar.py: unknown MODE {mode!r}")
 redis.Redis.set = two_step_set if mode == "two-step" else lying_set
+if mode == "blind-retry":
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    honest_init = redis.Redis.__init__
+
+    def no_retries(self, *args, **kw):
+        kw["retry"] = Retry(NoBackoff(), 0)
+        honest_init(self, *args, **kw)
+
+    redis.Redis.__init__ = no_retries
 source = EXAMPLE.read_text()
 if mode in EDITS:
     old, new = EDITS[mode]
