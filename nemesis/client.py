@@ -419,6 +419,11 @@ class KillHolder(_Aimed):
                 self.down.discard(i)
                 return complete(op, "fail", error=f"missed: worker {i} had sent its acquire already")
             state = self._read_key(op.value.get("key"), "server_state_before")
+            if op.value.get("when") == "free" and "key present" in state.get("server_state_before", ""):
+                w.let_go(i)  # taken on the servers (a flag is set only at a grant): not a free lock's acquire
+                self.down.discard(i)
+                return complete(op, "fail", error=f"missed: the lock was not free when worker {i}'s acquire was "
+                                                  f"to leave ({state['server_state_before']})")
             w.let_go(i)  # its request leaves; the stop lands while it waits for the reply
             after_ms = op.value.get("after_ms")
             time.sleep(HEAD_START_S if after_ms is None else after_ms / 1000)

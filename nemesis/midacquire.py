@@ -4,7 +4,8 @@
 the seed, is armed to wait at its next acquire invoke: a waiter, killed while its request
 waits behind the holder. `-o when=free`: the holder itself is armed at its ok acquire, so it
 waits at its next acquire invoke, right after its release; that acquire is aimed at only if no
-worker holds the lock then (the holding flags), else the worker goes on and the next holder is
+worker holds the lock then (the holding flags; with valkey
+servers also the key read back, which must be absent), else the worker goes on and the next holder is
 armed. A design that takes the key and sets its expiry in two round trips leaves an immortal
 key when its acquirer dies between them.
 

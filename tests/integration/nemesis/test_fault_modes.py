@@ -64,7 +64,9 @@ def test_lose_request_catches_a_client_that_retries_its_release_blindly_and_not_
         assert v["lose"] == "request" and v["acted"] is False and v["server"] == "not released (key present)", v
         assert v["server_state"].startswith("n1: key present (expires in"), v
         answer = _answer(history, v["process"], c["index"], "release")
-        assert answer is not None and answer["type"] == "info" and "Connection" in (answer.get("error") or ""), answer
+        # reset: in doubt; or redis-py's own retry re-sent the owner-checked EVAL after the heal
+        assert answer is not None and (answer["type"], answer.get("error", "")[:10]) in \
+            (("info", "Connection"), ("fail", "not held")), answer
     assert honest["valid"] is True, honest
     liar, history = run_json(tmp_path / "liar", "--client", f"{LIAR} blind-retry", *args)
     assert [c for c in _ok(history, "cut-in-flight") if c["value"]["acted"] is False]
@@ -78,21 +80,20 @@ def test_lose_request_catches_a_client_that_retries_its_release_blindly_and_not_
 
 # -- kill-holder -o during=acquire -o when=free -------------------------------------------------
 def test_when_free_catches_a_client_that_sets_its_expiry_in_a_second_command_and_not_the_honest_one(tmp_path):
-    """The next acquirer of a free lock killed 0-2 ms after its request left: the honest client's
+    """The next acquirer of a free lock killed 1-3 ms after its request left: the honest client's
     SET NX PX leaves a key that expires (or none); the two-step liar, killed between its SET NX
     and its PEXPIRE, leaves a key with no expiry (read back), which outlives it for good."""
-    args = ("--nemesis", "kill-holder", "-o", "during=acquire", "-o", "when=free", "-o", "at_ms=0-2",
+    args = ("--nemesis", "kill-holder", "-o", "during=acquire", "-o", "when=free", "-o", "at_ms=1-3",
             "--time-limit", "12", *RUN)
     honest, history = run_json(tmp_path / "honest", "--client", HONEST, *args)
     kills = _ok(history, "kill-holder")
     for k in kills:
         v = k["value"]
-        assert v["when"] == "free" and 0 <= v["after_ms"] <= 2 and v["gone"] is True, v
+        assert v["when"] == "free" and 1 <= v["after_ms"] <= 3 and v["gone"] is True, v
         assert "no expiry" not in v["server_state"], v
         assert [o["error"] for o in history if o["process"] == v["process"] and o["f"] == "acquire"
                 and o["type"] == "info"] == [KILLED_ACQUIRING]
-    # free when it was let go (read back; a waiter's poll may still take it before its request lands)
-    assert any(k["value"]["server_state_before"] == "n1: key absent" for k in kills), [k["value"] for k in kills]
+        assert v["server_state_before"] == "n1: key absent", v  # free when its request left (read back)
     assert honest["valid"] is True, honest
     liar, history = run_json(tmp_path / "liar", "--client", f"{LIAR} two-step", *args)
     immortal = [k for k in _ok(history, "kill-holder") if k["value"]["server_state"] == "n1: key present (no expiry)"]

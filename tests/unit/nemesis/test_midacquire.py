@@ -128,3 +128,20 @@ def test_the_recorded_kill_is_read_back_from_its_history():
          Op(index=4, time_ns=3 * 10**9 + 5, process=NEMESIS, type="ok", f="respawn-holder", value={"worker": 1})]
     (r,) = recorded_faults(h, kinds={k.f: k for k in KillHolder.FAULTS})
     assert (r.at, r.duration, r.value["after_ms"], r.heal) == (1.0, 2.0, 3.25, "respawn-holder")
+
+
+def test_when_free_a_key_found_on_the_servers_before_the_request_leaves_is_a_miss(monkeypatch):
+    """A holding flag is set only at a grant: another client between its SET and its reply (or
+    between a two-step SET and EXPIRE) already has the key. The read-back says so: let go, missed."""
+    from nemesis import readback
+
+    monkeypatch.setattr(readback, "readable", lambda nodes: None)
+    monkeypatch.setattr(readback, "read", lambda nodes, key: {"n1": {"value": "x", "pttl_ms": -1}, "t": 0.0})
+    nem, workers = free_killer(workers=Workers(waiting={1}))
+    see(nem, 1.5, *acquired(1))
+    see(nem, 1.6, op(1, "invoke", "release"), op(1, "ok", "release"))
+    (k,) = see(nem, 1.7, op(1, "invoke", "acquire"))
+    done = nem.invoke(op(NEMESIS, "invoke", "kill-holder", k.value))
+    assert done.type == "fail" and "not free" in done.error and "n1: key present (no expiry)" in done.error
+    assert workers.calls[-1] == ("let_go", 1) and ("kill", 1) not in workers.calls
+    assert see(nem, 1.8, done) == [] and nem.down == set() and nem.next_allowed == 1.8
