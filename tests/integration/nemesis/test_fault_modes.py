@@ -55,8 +55,8 @@ def test_lose_request_catches_a_client_that_retries_its_release_blindly_and_not_
     """A release whose request is reset never reaches the server (the key is still the holder's,
     read back); the cut outlasts the key, so another process is granted it meanwhile. The honest
     client's release stays in doubt; the liar retries a plain DEL after the heal, deletes the next
-    holder's key and lets a third process in: a violation, and a release that said ok after the
-    lock was lost."""
+    holder's key and lets another process in: a violation (UNEXPLAINED: the DEL is the client's
+    own, the server never got the release that was cut)."""
     args = ("--nemesis", "cut-in-flight", "-o", "lose=request", "-o", "cut_ms=3000", "--time-limit", "12", *RUN)
     honest, history = run_json(tmp_path / "honest", "--client", HONEST, *args)
     for c in _ok(history, "cut-in-flight"):
@@ -69,27 +69,33 @@ def test_lose_request_catches_a_client_that_retries_its_release_blindly_and_not_
             (("info", "Connection"), ("fail", "not held")), answer
     assert honest["valid"] is True, honest
     liar, history = run_json(tmp_path / "liar", "--client", f"{LIAR} blind-retry", *args)
-    assert [c for c in _ok(history, "cut-in-flight") if c["value"]["acted"] is False]
+    cuts = [c for c in _ok(history, "cut-in-flight") if c["value"]["acted"] is False]
+    heals = [o["time_ns"] for o in nemesis_ops(history, "ok") if o["f"] == "heal-in-flight"]
+    # its release, reset, never reached the server; the DEL it retried after the heal said ok
+    blind = [a for c in cuts if (a := _answer(history, c["value"]["process"], c["index"], "release"))
+             and a["type"] == "ok" and a["time_ns"] > min(t for t in heals if t > c["time_ns"])]
+    assert blind, cuts
     assert liar["valid"] is False and liar["violations"] >= 1, liar
-    assert liar["releases_ok_after_lease_lost"] >= 1, liar
     figure("cut-in-flight lose=request", f"honest example client valid ({honest['run_dir']}); blind-retry liar: "
                                          f"{liar['violations']} violations {liar['violations_by_cause']}, "
-                                         f"{liar['releases_ok_after_lease_lost']} releases ok after the lock was lost "
-                                         f"({liar['run_dir']})")
+                                         f"{len(blind)} blind releases ok after the heal ({liar['run_dir']})")
 
 
 # -- kill-holder -o during=acquire -o when=free -------------------------------------------------
 def test_when_free_catches_a_client_that_sets_its_expiry_in_a_second_command_and_not_the_honest_one(tmp_path):
-    """The next acquirer of a free lock killed 1-3 ms after its request left: the honest client's
+    """The next acquirer of a free lock killed 0-1 ms after its request left (the honest client's
+    whole acquire of a free lock takes 0.3 ms here; the liar's second command comes 20 ms after
+    its first): the honest client's
     SET NX PX leaves a key that expires (or none); the two-step liar, killed between its SET NX
     and its PEXPIRE, leaves a key with no expiry (read back), which outlives it for good."""
-    args = ("--nemesis", "kill-holder", "-o", "during=acquire", "-o", "when=free", "-o", "at_ms=1-3",
-            "--time-limit", "12", *RUN)
+    args = ("--nemesis", "kill-holder", "-o", "during=acquire", "-o", "when=free", "-o", "at_ms=0-1",
+            "-o", "respawn_after=0.5", "--time-limit", "12", "--servers", "valkey:1", "--nemesis-interval", "1",
+            "--seed", "3")
     honest, history = run_json(tmp_path / "honest", "--client", HONEST, *args)
     kills = _ok(history, "kill-holder")
     for k in kills:
         v = k["value"]
-        assert v["when"] == "free" and 1 <= v["after_ms"] <= 3 and v["gone"] is True, v
+        assert v["when"] == "free" and 0 <= v["after_ms"] <= 1 and v["gone"] is True, v
         assert "no expiry" not in v["server_state"], v
         assert [o["error"] for o in history if o["process"] == v["process"] and o["f"] == "acquire"
                 and o["type"] == "info"] == [KILLED_ACQUIRING]
