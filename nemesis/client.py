@@ -460,8 +460,10 @@ class KillHolder(_Aimed):
                              ({**base, "time_ns": t, "type": "invoke"},
                               {**base, "time_ns": t + 1, "type": "info", "error": KILLED})])
         value = {**op.value, **killed, **state}
-        if acquiring and "key" in op.value:
-            value.update(self._read_key(op.value["key"], "server_state"))  # what the dead acquirer left
+        if acquiring and "key" in op.value:  # what the dead acquirer left, once another's acquire in flight is done
+            value.update(self._read_key(op.value["key"], "server_state_at_kill"))
+            time.sleep(midacquire.SETTLE_S)
+            value.update(self._read_key(op.value["key"], "server_state"))
         if not killed["gone"]:
             return complete(op, "info", value=value, error=f"worker {i}'s process group was not gone after the kill")
         return complete(op, "ok", value=value)

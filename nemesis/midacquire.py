@@ -9,13 +9,14 @@ servers also the key read back, which must be absent), else the worker goes on a
 armed. A design that takes the key and sets its expiry in two round trips leaves an immortal
 key when its acquirer dies between them.
 
-The kill lands `after_ms` after the worker is let go (its request leaves): a moment drawn by
+The kill lands `after_ms` after the worker is let go (it notices within 0.5 ms and its request
+leaves): a moment drawn by
 the seed from `-o at_ms=A-B` (default: 50 ms when held, 0-5 ms when free, where an acquire
 takes a round trip or two), recorded in the op's value so a replay kills at the same moment.
 A stop that finds the acquire already answered is a miss ("missed: ..."). With valkey
-servers the lock key is read back before the worker goes and after the kill
-(nemesis/readback.py): `server_state_before` and `server_state` ("n1: key present (no
-expiry)" is the immortal key).
+servers the lock key is read back before the worker goes, at the kill and SETTLE_S later
+(nemesis/readback.py): `server_state_before`, `server_state_at_kill` and `server_state` ("n1:
+key present (no expiry)" there is the immortal key).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from harness.core.options import Option
 HEAD_START_S = 0.05  # when=held without at_ms: how long a waiter runs before the stop (its request leaves)
 FREE_AT_MS = (0.0, 5.0)  # when=free without at_ms
 MAX_AT_MS = 60_000.0
+# The key is read back again this long after the kill: a live client's acquire in flight then
+# (its SET landed, its EXPIRE not yet) has finished, so a key still without expiry is the dead one's.
+SETTLE_S = 0.2
 _RANGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:-\s*(\d+(?:\.\d+)?))?\s*$")
 
 OPTIONS = (Option(name="when", type=str, default="held", choices=("held", "free"),
