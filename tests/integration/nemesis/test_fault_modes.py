@@ -82,26 +82,28 @@ def test_lose_request_catches_a_client_that_retries_its_release_blindly_and_not_
 
 
 # -- kill-holder -o during=acquire -o when=free -------------------------------------------------
+FREE = ("--nemesis", "kill-holder", "-o", "during=acquire", "-o", "when=free", "-o", "respawn_after=0.5",
+        "--time-limit", "12", "--servers", "valkey:1", "--nemesis-interval", "1", "--seed", "3")
+
+
 def test_when_free_catches_a_client_that_sets_its_expiry_in_a_second_command_and_not_the_honest_one(tmp_path):
-    """The next acquirer of a free lock killed 0.5-1.5 ms after it was let go (its request leaves
-    0-0.5 ms after that, and the honest client's whole acquire of a free lock takes 0.3 ms here;
-    the liar's second command comes 20 ms after its first): the honest client's
-    SET NX PX leaves a key that expires (or none); the two-step liar, killed between its SET NX
-    and its PEXPIRE, leaves a key with no expiry (read back), which outlives it for good."""
-    args = ("--nemesis", "kill-holder", "-o", "during=acquire", "-o", "when=free", "-o", "at_ms=0.5-1.5",
-            "-o", "respawn_after=0.5", "--time-limit", "12", "--servers", "valkey:1", "--nemesis-interval", "1",
-            "--seed", "3")
-    honest, history = run_json(tmp_path / "honest", "--client", HONEST, *args)
+    """The next acquirer of a free lock killed inside its acquire, each client at a moment
+    inside its own (`-o at_ms`, after the worker is let go; its request leaves up to a ms or so
+    later): the honest client's whole acquire of a free lock takes 0.3 ms here (0.5-1.5 ms), its
+    SET NX PX leaves a key that expires, or none; the two-step liar's PEXPIRE comes 20 ms after
+    its SET NX (3-15 ms): killed between the two, it leaves a key with no expiry (read back at
+    the kill and 0.2 s later), which outlives it for good."""
+    honest, history = run_json(tmp_path / "honest", "--client", HONEST, *FREE, "-o", "at_ms=0.5-1.5")
     kills = _ok(history, "kill-holder")
     for k in kills:
         v = k["value"]
         assert v["when"] == "free" and 0.5 <= v["after_ms"] <= 1.5 and v["gone"] is True, v
+        assert v["server_state_before"] == "n1: key absent", v  # free when it was let go (read back)
         assert "no expiry" not in v["server_state"], v
         assert [o["error"] for o in history if o["process"] == v["process"] and o["f"] == "acquire"
                 and o["type"] == "info"] == [KILLED_ACQUIRING]
-        assert v["server_state_before"] == "n1: key absent", v  # free when its request left (read back)
     assert honest["valid"] is True, honest
-    liar, history = run_json(tmp_path / "liar", "--client", f"{LIAR} two-step", *args)
+    liar, history = run_json(tmp_path / "liar", "--client", f"{LIAR} two-step", *FREE, "-o", "at_ms=3-15")
     immortal = [k for k in _ok(history, "kill-holder") if k["value"]["server_state"] == "n1: key present (no expiry)"]
     assert immortal, [k["value"] for k in _ok(history, "kill-holder")]
     assert liar["valid"] is False and liar["outlived_holder"] >= 1, liar
