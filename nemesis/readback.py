@@ -23,22 +23,14 @@ def readable(nodes: Sequence[Any]) -> str | None:
     kinds = {n.kind for n in nodes}
     if not nodes:
         return f"{NOT_VERIFIED}: no lock servers"
-    if len(kinds) != 1 or not kinds <= set(READERS):
-        return f"{NOT_VERIFIED}: no read-back for {', '.join(sorted(kinds))} yet (valkey and etcd only)"
+    if kinds != {"valkey"}:
+        return f"{NOT_VERIFIED}: no read-back for {', '.join(sorted(kinds))} yet (valkey only)"
     return None
 
 
 def read(nodes: Sequence[Any], key: str) -> dict[str, Any]:
-    """{node: {"value": str, "pttl_ms": int (-1: no expiry)[, "step_ms": its granularity]} |
-    None (no key) | "error: ..."}, and "t": the monotonic time of the read. valkey: each node
-    (Redlock keeps a copy on each); etcd: the cluster, as "etcd" (a linearizable read, the TTL
-    of the key's lease in whole seconds). Call only when `readable(nodes)` is None."""
-    out = READERS[nodes[0].kind](nodes, key)
-    out["t"] = time.monotonic()
-    return out
-
-
-def _read_valkey(nodes: Sequence[Any], key: str) -> dict[str, Any]:
+    """{node: {"value": str, "pttl_ms": int (-1: no expiry)} | None (no key) | "error: ..."},
+    and "t": the monotonic time of the read. Call only when `readable(nodes)` is None."""
     import redis
 
     out: dict[str, Any] = {}
@@ -55,30 +47,8 @@ def _read_valkey(nodes: Sequence[Any], key: str) -> dict[str, Any]:
             out[n.name] = f"error: {type(e).__name__}"
             continue
         out[n.name] = None if value is None else {"value": value.decode(errors="replace"), "pttl_ms": int(pttl)}
+    out["t"] = time.monotonic()
     return out
-
-
-def _read_etcd(nodes: Sequence[Any], key: str) -> dict[str, Any]:
-    import pyetcd
-
-    why = "no member answered"
-    for n in nodes:  # the first member that answers (a cut member, or one without quorum, does not)
-        c = pyetcd.Etcd3Client(host=n.host, port=n.port, timeout=READ_TIMEOUT_S)
-        try:
-            value, meta = c.get(key)
-            if value is None:
-                return {"etcd": None}
-            ttl = int(c.get_lease_info(meta.lease_id).TTL) if meta.lease_id else -1
-            return {"etcd": {"value": value.decode(errors="replace"), "pttl_ms": ttl * 1000 if ttl >= 0 else -1,
-                             "step_ms": 1000}}
-        except Exception as e:
-            why = f"error: {type(e).__name__}"
-        finally:
-            c.close()
-    return {"etcd": why}
-
-
-READERS = {"valkey": _read_valkey, "etcd": _read_etcd}
 
 
 def words(state: dict[str, Any]) -> str:
@@ -122,13 +92,6 @@ def acted(during: str, value: Any, before: dict[str, Any], after: dict[str, Any]
                 return None
             if b["pttl_ms"] < 0 or a["pttl_ms"] < 0:
                 return None
-            if b.get("step_ms") or a.get("step_ms"):
-                # etcd's TTL in whole seconds: left alone it can only read the same or less; a
-                # renew to a TTL no longer than what was left reads the same, so only more tells
-                if a["pttl_ms"] <= b["pttl_ms"]:
-                    return None
-                seen.append(True)
-                continue
             seen.append(a["pttl_ms"] > b["pttl_ms"] - elapsed_ms + RENEW_SLACK_MS)
     if not seen:
         return None

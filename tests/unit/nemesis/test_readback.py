@@ -44,16 +44,6 @@ def test_words_and_outcomes():
     assert outcome("renew", None) == "cannot tell"
 
 
-def test_only_valkey_and_etcd_are_read_back():
+def test_only_valkey_is_read_back():
     assert readable([SimpleNamespace(kind="valkey")]) is None
-    assert readable([SimpleNamespace(kind="zookeeper")]) == "not verified: no read-back for zookeeper yet (valkey and etcd only)"
-
-
-def test_a_ttl_in_whole_seconds_tells_a_renew_only_when_it_moved_by_more_than_a_second():
-    b = {"value": "v", "pttl_ms": 1000, "step_ms": 1000}
-    assert acted("renew", "v", st(0.0, etcd=b), st(0.3, etcd={**b, "pttl_ms": 2000})) is True  # left alone: 1 s or 0
-    assert acted("renew", "v", st(0.0, etcd=b), st(0.3, etcd=b)) is None  # renewed to 1 s, or not renewed
-    assert acted("renew", "v", st(0.0, etcd=b), st(0.3, etcd={**b, "pttl_ms": 0})) is None
-    assert acted("release", "v", st(0.0, etcd=b), st(0.3, etcd=None)) is True
-    assert readable([SimpleNamespace(kind="etcd")]) is None
-    assert readable([SimpleNamespace(kind="zookeeper")]).startswith("not verified: no read-back for zookeeper")
+    assert readable([SimpleNamespace(kind="etcd")]) == "not verified: no read-back for etcd yet (valkey only)"
