@@ -21,7 +21,9 @@ its holder only until the lease ends. With `-o during=acquire` it kills a waiter
 between its acquire request and the reply, while another process holds: armed at an ok
 acquire, the waiter stops at its next acquire invoke, is let go HEAD_START_S so its request
 leaves, then stopped, looked at (acquire still unanswered) and killed; its acquire is closed
-with an `info` at its death (the servers may have granted it, or queued it).
+with an `info` at its death (the servers may have granted it, or queued it). `-o when=free`
+kills the next acquirer of a free lock instead, `-o at_ms=A-B` sets the moment
+(nemesis/midacquire.py).
 
 `cut-in-flight` (nemesis/inflight.py) aims the same way, at a holder's release or renew.
 
@@ -48,13 +50,14 @@ from harness.core.errors import BadArgument
 from harness.core.faults import FaultKind
 from harness.core.history import NEMESIS, Holders, Op, now_ns
 from harness.core.options import Option, values
+from nemesis import midacquire, readback
+from nemesis.midacquire import HEAD_START_S
 from nemesis.partition import _Net, netns_refusal
 from nemesis.process import PauseHolder, RenewCount, after_renews_option, renew_trigger, renews_refusal
 
 KILLED = "killed: the process was SIGKILLed holding the lock (recorded for it by kill-holder); the lock ends when its lease does"
 KILLED_ACQUIRING = ("killed: the process was SIGKILLed with its acquire in flight (recorded for it by kill-holder "
                     "-o during=acquire); whatever the servers granted it ends when its lease does")
-HEAD_START_S = 0.05  # how long a waiter let go at its acquire runs before the stop (its request leaves)
 QUEUE_WAIT_S = 0.01  # how long the history queue may stay locked under a stopped holder (another worker's write is shorter)
 STOP_TRIES = 5  # stops of a holder that was writing into the queue, before the kill is given up
 
@@ -284,17 +287,15 @@ class KillHolder(_Aimed):
                after_renews_option("kill"),
                Option(name="during", type=str, default="hold", choices=("hold", "acquire"),
                       help="kill a holder in its critical section, or a waiter between its acquire request and "
-                           "the reply (while another process holds)"))
+                           "the reply (while another process holds; -o when=free: the next acquirer of a free lock)"),
+               *midacquire.OPTIONS)
 
     @classmethod
     def refusal(cls, spec: Any) -> str | None:
         v = values(spec.options, cls.OPTIONS)
+        if why := midacquire.refusal(cls.name, spec, v):
+            return why
         if v["during"] == "acquire":
-            if v["after_renews"] is not None:
-                return f"{cls.name} -o during=acquire kills a waiter, which has renewed nothing: drop -o after_renews"
-            if spec.concurrency < 2:
-                return (f"{cls.name} -o during=acquire needs a waiter and a holder: use --concurrency 2 or more "
-                        f"(this run has {spec.concurrency})")
             return None
         return renews_refusal(cls.name, spec, v["after_renews"])
 
@@ -310,7 +311,9 @@ class KillHolder(_Aimed):
             raise BadArgument(why)
         v = values(spec.options, self.OPTIONS)
         self._setup(ctx, self.span_s(spec))
-        self.during = v["during"]
+        self.during, self.when = v["during"], v["when"]
+        self.at_ms = midacquire.parse_at_ms(v["at_ms"])
+        self.servers = [n for n in getattr(ctx.cluster, "nodes", ()) if n.role == "lock"]
         self.trigger, self.after_renews = renew_trigger(self.name, spec, v["after_renews"])
         if self.during == "acquire":
             self.workers = _workers(ctx, ParksClients, self.name)
@@ -350,20 +353,26 @@ class KillHolder(_Aimed):
 
     def _aim_at_waiter(self, ctx, event: Op) -> list[Planned]:
         """during=acquire: an ok acquire (someone holds) arms another worker, chosen by the
-        seed, to stop at its next acquire invoke; that invoke plans the kill."""
+        seed (when=free: the holder itself, for its next acquire), to stop at its next
+        acquire invoke; that invoke plans the kill (when=free: if no one holds the lock then)."""
         worker = event.process % self.n
         if event.f == "acquire" and event.type == "ok" and self.armed is None and not self.down \
                 and self._may_start(ctx.time):
-            self.armed = self.rng.choice([w for w in range(self.n) if w != worker])
+            self.armed = worker if self.when == "free" else self.rng.choice([w for w in range(self.n) if w != worker])
             self.workers.arm(self.armed, "acquire")
         elif event.f == "acquire" and event.type == "invoke" and worker == self.armed and self._waits_at(worker):
             self.armed = None
-            if self.down or not self._may_start(ctx.time):
-                self.workers.let_go(worker)
+            if self.down or not self._may_start(ctx.time) or \
+                    (self.when == "free" and not midacquire.free_now(self.workers, self.n, worker)):
+                self.workers.let_go(worker)  # a free lock's next acquirer: the next holder is armed
                 return []
             self.next_allowed = ctx.time + self.span_s + self.cooldown
             self.down.add(worker)
-            v = {"process": event.process, "worker": worker, "during": "acquire"}
+            at = midacquire.moment_ms(self.when, self.at_ms, self.rng)
+            v = {"process": event.process, "worker": worker, "during": "acquire",
+                 **({"when": "free"} if self.when == "free" else {}),
+                 **({"key": event.key} if self.when == "free" and event.key is not None else {}),
+                 **({"after_ms": at} if at is not None else {})}
             return [Planned(at=ctx.time, f="kill-holder", value=v, phase="fault")]
         return []
 
@@ -404,12 +413,20 @@ class KillHolder(_Aimed):
             return complete(op, "ok", value=done[0] if op.value is not None and done else {"respawned": done})
         i, process = op.value["worker"], op.value["process"]
         acquiring = op.value.get("during") == "acquire"
+        state: dict = {}
         if acquiring:
             if not w.parked(i):
                 self.down.discard(i)
                 return complete(op, "fail", error=f"missed: worker {i} had sent its acquire already")
+            state = self._read_key(op.value.get("key"), "server_state_before")
+            if op.value.get("when") == "free" and "key present" in state.get("server_state_before", ""):
+                w.let_go(i)  # taken on the servers (a flag is set only at a grant): not a free lock's acquire
+                self.down.discard(i)
+                return complete(op, "fail", error=f"missed: the lock was not free when worker {i}'s acquire was "
+                                                  f"to leave ({state['server_state_before']})")
             w.let_go(i)  # its request leaves; the stop lands while it waits for the reply
-            time.sleep(HEAD_START_S)
+            after_ms = op.value.get("after_ms")
+            time.sleep(HEAD_START_S if after_ms is None else after_ms / 1000)
         why = None
         for _ in range(STOP_TRIES):
             if not w.pause(i):
@@ -442,10 +459,21 @@ class KillHolder(_Aimed):
             w.record_for(i, [{k: v for k, v in d.items() if v is not None} for d in
                              ({**base, "time_ns": t, "type": "invoke"},
                               {**base, "time_ns": t + 1, "type": "info", "error": KILLED})])
-        value = {**op.value, **killed}
+        value = {**op.value, **killed, **state}
+        if acquiring and "key" in op.value:  # what the dead acquirer left, once another's acquire in flight is done
+            value.update(self._read_key(op.value["key"], "server_state_at_kill"))
+            time.sleep(midacquire.SETTLE_S)
+            value.update(self._read_key(op.value["key"], "server_state"))
         if not killed["gone"]:
             return complete(op, "info", value=value, error=f"worker {i}'s process group was not gone after the kill")
         return complete(op, "ok", value=value)
+
+    def _read_key(self, key: Any, name: str) -> dict:
+        """{name: the lock key's state on the servers} (when=free: its key is known), or {}."""
+        if key is None:
+            return {}
+        why = readback.readable(self.servers)
+        return {name: why if why is not None else readback.words(readback.read(self.servers, key))}
 
     def teardown(self) -> None:
         if getattr(self, "armed", None) is not None:

@@ -3,7 +3,9 @@ client knows it holds it.
 
 **Expiry after death** (`check_outlived`). A holder that vanished (the `kill-holder` fault
 records its death as a `release` `info` whose error begins "killed") cannot release: its
-lock must end with its lease. Measured from the death to the next grant of that key to
+lock must end with its lease. So must whatever a process killed inside its acquire was given
+(`kill-holder -o during=acquire`: an `acquire` `info` whose error begins "killed"; a design
+that sets the key's expiry in a second step can leave a key that never expires). Measured from the death to the next grant of that key to
 another process, against the lease (`lease_s`: the TTL, or the session timeout of a session
 design) and against what the holder last believed (`valid_until_ns` of its acquire and
 renews, listed as the renewals that led there). A lock that outlived its holder by more than
@@ -89,6 +91,9 @@ def check_outlived(spec: Any, history: Sequence[Op]) -> CheckResult:
             hold[op.process].append(op)
         elif op.f == "release" and op.type == "info" and (op.error or "").startswith(KILLED) and op.process in hold:
             deaths.append(_death(op, hold.pop(op.process), grants, other, end, limit_ns, lease))
+        elif op.f == "acquire" and op.type == "info" and (op.error or "").startswith(KILLED):
+            # killed inside its acquire: whatever the servers gave it must end with its lease too
+            deaths.append({**_death(op, [], grants, other, end, limit_ns, lease), "during": "acquire"})
         elif op.f == "release" and op.type != "invoke":
             hold.pop(op.process, None)
     # a kill the nemesis recorded whose death the history does not show (an older run): unknown
@@ -104,7 +109,8 @@ def check_outlived(spec: Any, history: Sequence[Op]) -> CheckResult:
     if unjudged:  # each judged what it could; these deaths could not be (policy.finding_counts)
         details[PARTIAL] = _not_judged(deaths, unrecorded)
     return CheckResult(name="outlived", valid=valid, summary={
-        "holder_deaths": len(deaths), "outlived_holder": len(found), "deaths_not_judged": len(unjudged),
+        "holder_deaths": sum(1 for d in deaths if "during" not in d),
+        "acquirer_deaths": sum(1 for d in deaths if "during" in d), "outlived_holder": len(found), "deaths_not_judged": len(unjudged),
         "outlived_holder_s": round(max(measured), 3) if measured else None,
         "outlived_bound_s": round(lease + MARGIN_S, 3)}, details=details)
 
@@ -169,6 +175,8 @@ def _covered(spans: list[tuple[int, int]], lo: int, hi: int) -> int:
 def _words(d: dict, lease: float) -> str:
     never = " (never granted again)" if d["next_grant"] is None else ""
     faults = f", {d['faulted_s']:g} s of it under other faults" if d.get("faulted_s") else ""
+    if d.get("during") == "acquire":
+        return f"the lock outlived a process killed inside its acquire by {d['outlived_s']:g} s (TTL {lease:g} s){never}{faults}"
     return (f"the lock outlived its holder by {d['outlived_s']:g} s (TTL {lease:g} s){never}{faults}, "
             f"after {len(d['renewals'])} acquire/renewals")
 

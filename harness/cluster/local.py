@@ -374,6 +374,10 @@ class NetnsLinks(LinkShaping):
     def heal(self) -> None:
         self.network.heal()
 
+    def cut_one_way(self, client: str, servers: Iterable[str], lose: str) -> None:
+        """CutsOneWay: one direction of a client's links (netns.Network.cut_one_way)."""
+        self.network.cut_one_way(client, servers, lose)
+
     def reaches(self, src: str, dst: str) -> bool:
         """Whether host `src` (a server, or client c1..cN) opens a TCP connection to node
         `dst`'s client port now (300 ms)."""

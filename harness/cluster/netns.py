@@ -395,6 +395,29 @@ class Network:
                 want.setdefault(self._hosts[a].netns, set()).update((
                     f"-A INPUT -s {addr}/32 -m comment --comment {self.comment} -j DROP",
                     f"-A OUTPUT -d {addr}/32 -m comment --comment {self.comment} -j DROP"))
+        self._apply(want)
+
+    def cut_one_way(self, client: str, servers: Iterable[str], lose: str) -> None:
+        """One direction of `client`'s links to `servers`, inside the client's namespace only:
+        lose="reply" drops what the servers send it (INPUT); lose="request" answers each TCP
+        packet it sends them with a reset (OUTPUT, REJECT --reject-with tcp-reset), so the
+        request never leaves and the connection is reset instead of retransmitting later.
+        Replaces the last cut (partition's or this); heal() removes it."""
+        if lose not in ("request", "reply"):
+            raise NemesisError(f"cannot cut the {lose!r} direction; choose request or reply")
+        ns = self.host(client).netns
+        rules = set()
+        for b in servers:
+            addr = self.host(b).addr
+            if lose == "reply":
+                rules.add(f"-A INPUT -s {addr}/32 -m comment --comment {self.comment} -j DROP")
+            else:
+                rules.add(f"-A OUTPUT -p tcp -d {addr}/32 -m comment --comment {self.comment} "
+                          f"-j REJECT --reject-with tcp-reset")
+        self._apply({ns: rules})
+
+    def _apply(self, want: Mapping[str, set[str]]) -> None:
+        """Make each namespace's rules of ours exactly `want`'s (none where it names none)."""
         jobs = {}
         for ns in set(want) | set(self._rules):
             old, new = self._rules.get(ns, frozenset()), frozenset(want.get(ns, ()))

@@ -15,7 +15,8 @@ periodic faults run at their offsets with their values and are healed `duration`
 reactive nemesis that declares `gate` (the `Gated` capability) is let start a fault only when
 a recorded one of its kind is due (its first trigger at or after the recorded offset; a
 start that misses, `fail`, leaves it due), and the schedule moves that fault's heal to
-`duration` after its start. The final heal is the same as in a planned run.
+`duration` after its start, with the moment it drew inside a client's op (REPLAYED_MOMENTS)
+taken from the recorded fault. The final heal is the same as in a planned run.
 """
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ from typing import Any, Callable, Iterator, Protocol, Sequence, runtime_checkabl
 
 from harness.core.contracts.nemesis import Fault, Nemesis, Planned, Reactive
 from harness.core.history import NEMESIS
+
+
+# Keys of a reactive fault's value that a replay takes from the recorded fault: a moment the
+# nemesis drew inside a client's op (kill-holder -o during=acquire: `after_ms`, how long after
+# the acquire request left the kill landed).
+REPLAYED_MOMENTS = ("after_ms",)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -152,6 +159,9 @@ class FaultSchedule:
                     self.started[r.heal] = (r, p.at)
                     if isinstance(p.value, dict) and "seconds" in p.value:  # the nemesis's own span: not this fault's
                         p = replace(p, value={**p.value, "seconds": round(r.duration, 3)})
+                    moment = {k: r.value[k] for k in REPLAYED_MOMENTS if isinstance(r.value, dict) and k in r.value}
+                    if isinstance(p.value, dict) and moment:  # a seeded moment inside a client's op: the recorded one
+                        p = replace(p, value={**p.value, **moment})
             elif p.phase == "heal" and p.f in self.started:
                 r, began = self.started.pop(p.f)
                 p = replace(p, at=round(max(ctx.time, began + r.duration), 3))

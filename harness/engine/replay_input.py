@@ -108,7 +108,8 @@ def check_faults(spec: TestSpec, faults: Sequence[Recorded], run_dir: str) -> tu
     replay brings up does not have (its lock nodes; clients c1..cN for clock faults), the
     store server (never faulted: it holds the counter the checks read), a value the nemesis
     cannot apply. Reactive faults aim at a role (the holder, a waiter) when they start, so
-    only their kind and times are read. Needs only the spec: nothing has started yet."""
+    only their kind and times are read, and the moment a kill drew inside an acquire (`after_ms`,
+    a number of ms the replay sleeps). Needs only the spec: nothing has started yet."""
     from harness.cluster.kinds import node_names
     from harness.core import plugins
 
@@ -124,6 +125,14 @@ def check_faults(spec: TestSpec, faults: Sequence[Recorded], run_dir: str) -> tu
         for what, x in (("starts at", r.at), ("lasts", r.duration)):
             if not (math.isfinite(x) and 0 <= x <= MAX_TIME_S):
                 raise BadArgument(f"{run_dir}'s {r.f} fault {what} {x!r} s, not a time within a day; {_AS_WRITTEN}")
+        if r.reactive and isinstance(r.value, dict) and "after_ms" in r.value:  # a replay kills at this moment
+            from nemesis.midacquire import MAX_AT_MS
+
+            try:
+                _number(r.value["after_ms"], "after_ms", 0, MAX_AT_MS)
+            except ValueError as e:
+                raise BadArgument(f"{run_dir}'s {r.f} at {r.at:g} s has a value a replay cannot apply ({e}); "
+                                  f"{_AS_WRITTEN}") from None
         if not r.reactive:
             for f, value in ((r.f, r.value), (kind.heal, r.heal_value)):
                 if f == kind.heal and value is None:  # a heal of everything of its kind (Recorded.heal_value)

@@ -16,9 +16,21 @@ what it does. MODE:
   held-always    answers `held: true` whatever happened, as a library whose background refresh
                  silently re-creates an expired key would (pause-holder with -o held_check=both:
                  "the client did not notice it lost the lock")
+  blind-retry    a release that fails on the connection (reset, timeout) forgets whose key it
+                 was and retries a plain DEL until a server answers (without redis-py's own
+                 retries, which re-send the owner-checked EVAL, as redis-py before 6 had none;
+                 cut-in-flight -o
+                 lose=request with a cut longer than the lease: after the heal it deletes the
+                 next holder's key, a third process is let in, and the release said ok although
+                 the lock had been lost)
+  two-step       takes the key with SET NX and no expiry, then sets the expiry in a second
+                 command (PEXPIRE) 20 ms later (a slow second round trip): killed between the two
+                 (kill-holder -o during=acquire -o when=free) it leaves a key that never expires
 """
 import sys
 from pathlib import Path
+
+import time
 
 import redis
 
@@ -28,6 +40,8 @@ calls = 0
 EXAMPLE = Path(__file__).resolve().parents[2] / "clients/example-redis/client.py"
 # The source edits of the modes that change the client's own reasoning (each must apply).
 EDITS = {"late-ok": ("            if valid_ms <= 0:", "            if False:"),
+         "blind-retry": ("rep = {\"type\": \"ok\" if r.eval(RELEASE, 1, req[\"key\"], req[\"value\"]) else \"fail\"}",
+                         "rep = {\"type\": \"ok\" if blind_release(r, req) else \"fail\"}"),
          "from-reply": ("req[\"ttl_ms\"] * 0.9 - (time.monotonic() - sent) * 1000", "req[\"ttl_ms\"] * 0.9"),
          "held-always": ("        elif op == \"release\":",
                          "        elif op == \"held\":\n            rep = {\"type\": \"ok\", \"held\": True}\n"
@@ -54,13 +68,53 @@ def lying_set(self, name, value, nx=False, px=None, **kw):
     return honest_set(self, name, value, nx=nx, px=px, **kw)
 
 
-if mode not in ("long-validity", "skip-nx", "no-ttl", *EDITS):
+RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
+TWO_STEP_GAP_S = 0.02
+
+
+def blind_release(r, req):
+    try:
+        return r.eval(RELEASE, 1, req["key"], req["value"])
+    except redis.ConnectionError:  # a reset or a timeout: it retries without its value
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                return r.delete(req["key"])
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+
+def two_step_set(self, name, value, nx=False, px=None, **kw):
+    if px is None:
+        return honest_set(self, name, value, nx=nx, **kw)
+    if not honest_set(self, name, value, nx=nx, **kw):  # taken, with no expiry yet
+        return None
+    time.sleep(TWO_STEP_GAP_S)
+    self.pexpire(name, px)
+    return True
+
+
+if mode not in ("long-validity", "skip-nx", "no-ttl", "two-step", *EDITS):
     sys.exit(f"liar.py: unknown MODE {mode!r}")
-redis.Redis.set = lying_set
+redis.Redis.set = two_step_set if mode == "two-step" else lying_set
+if mode == "blind-retry":
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    honest_init = redis.Redis.__init__
+
+    def no_retries(self, *args, **kw):
+        kw["retry"] = Retry(NoBackoff(), 0)
+        honest_init(self, *args, **kw)
+
+    redis.Redis.__init__ = no_retries
 source = EXAMPLE.read_text()
 if mode in EDITS:
     old, new = EDITS[mode]
     if old not in source:
         sys.exit(f"liar.py: {EXAMPLE} no longer has the line mode {mode} edits ({old.strip()!r})")
     source = source.replace(old, new)
-exec(compile(source, str(EXAMPLE), "exec"), {"__name__": "__main__", "__file__": str(EXAMPLE)})
+exec(compile(source, str(EXAMPLE), "exec"), {"__name__": "__main__", "__file__": str(EXAMPLE),
+                                             "blind_release": blind_release})

@@ -157,6 +157,19 @@ class NetworkControl(Protocol):
 
 
 @runtime_checkable
+class CutsOneWay(Protocol):
+    """Optional NetworkControl capability: cut one direction of a client's links, so a request
+    and its reply can be lost apart (cut-in-flight -o lose=request|reply)."""
+
+    def cut_one_way(self, client: str, servers: Iterable[str], lose: str) -> None:
+        """lose="reply": drop what `servers` send to `client` (its requests arrive and are acted
+        on; the replies never come back). lose="request": refuse what `client` sends to
+        `servers` with a TCP reset, so nothing it sends reaches them and its connections are
+        reset (nothing is retransmitted after the heal). Replaces the previous cut; `heal()`
+        removes it. Must not touch any other namespace than the client's."""
+
+
+@runtime_checkable
 class Provider(Protocol):
     """A cluster provider (`--cluster NAME`) is a module with these four functions, named in
     harness.core.plugins.PROVIDERS: adding one is that module plus that line."""

@@ -293,3 +293,73 @@ def test_cleanup_run_removes_one_run_even_while_live():
     finally:
         a.down()
         b.down()
+
+
+RECORDER = """
+import socketserver, sys
+class H(socketserver.BaseRequestHandler):
+    def handle(self):
+        while data := self.request.recv(64):
+            with open(sys.argv[3], "ab") as f:
+                f.write(data)
+            self.request.sendall(data)
+socketserver.ThreadingTCPServer.allow_reuse_address = True
+socketserver.ThreadingTCPServer((sys.argv[1], int(sys.argv[2])), H).serve_forever()
+"""
+# connects, says so, waits for "go", sends a request on the open connection and says what came back
+ASKER = """
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=1.0)
+s.sendall(b"hello"); assert s.recv(64) == b"hello"
+print("connected", flush=True)
+sys.stdin.readline()
+try:
+    s.sendall(b"cutreq")
+    print("answer", s.recv(64).decode() or "eof", flush=True)
+except socket.timeout:
+    print("timeout", flush=True)
+except OSError as e:
+    print(type(e).__name__, flush=True)
+"""
+
+
+@pytest.mark.parametrize("lose", ["request", "reply"])
+def test_cut_one_way_loses_only_the_request_or_only_the_reply(net, tmp_path, lose):
+    """cut_one_way (cut-in-flight -o lose=): request, the client's packets are answered with a
+    reset, so the server never gets the request; reply, the server gets it (and answers) and
+    the client never hears. Only the client's namespace gets rules; heal removes them."""
+    for name in ("a", "b", "c"):
+        net.add_host(name)
+    b, got = net.host("b"), tmp_path / "got"
+    server = subprocess.Popen(net.exec_argv("b") + [sys.executable, "-c", RECORDER, b.addr, str(PORT), str(got)])
+    try:
+        deadline = time.monotonic() + 10
+        while not reach(net, None, b.addr, 0.2):
+            assert server.poll() is None and time.monotonic() < deadline, "server did not start"
+            time.sleep(0.05)
+        asker = subprocess.Popen(net.exec_argv("a") + [sys.executable, "-c", ASKER, b.addr, str(PORT)],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert asker.stdout.readline().strip() == "connected"
+        net.cut_one_way("a", ["b"], lose)
+        t0 = time.monotonic()
+        asker.stdin.write("go\n")
+        asker.stdin.flush()
+        said = asker.stdout.readline().strip()
+        took = time.monotonic() - t0
+        asker.wait(5)
+        time.sleep(0.3)
+        received = got.read_bytes() if got.exists() else b""
+        if lose == "request":  # reset at once; the server never saw the request
+            assert said == "ConnectionResetError" and took < 0.5 and b"cutreq" not in received, (said, took, received)
+        else:  # the server got it and answered; the answer never came back
+            assert said == "timeout" and b"hellocutreq" in received, (said, received)
+        assert reach(net, "c", b.addr), "only a's links are cut"
+        assert not reach(net, "a", b.addr, timeout=0.5)
+        for h in ("b", "c"):
+            assert "chaoslock" not in subprocess.run(net.exec_argv(h) + ["iptables-save"], capture_output=True,
+                                                     text=True).stdout
+        net.heal()
+        assert reach(net, "a", b.addr)
+    finally:
+        server.kill()
+        server.wait()

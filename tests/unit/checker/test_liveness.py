@@ -27,6 +27,12 @@ CASES = {
     "long-hold-ok": (QUEUE, {"liveness": True}, {"starved": 0, "stuck": 0}),
     "outlived-bad": (REDIS, {"outlived": False}, {"outlived_holder": 1, "outlived_holder_s": 10.5}),
     "outlived-ok": (REDIS, {"outlived": True, "liveness": True}, {"outlived_holder": 0, "outlived_holder_s": 0.6}),
+    # a process killed inside its acquire of a free lock (kill-holder -o when=free): a key set
+    # without expiry (two-step) outlives it for good; one with its TTL is granted again in time
+    "outlived-acquirer-bad": (REDIS, {"outlived": False}, {"outlived_holder": 1, "acquirer_deaths": 1,
+                                                           "holder_deaths": 0}),
+    "outlived-acquirer-ok": (REDIS, {"outlived": True}, {"outlived_holder": 0, "acquirer_deaths": 1,
+                                                         "outlived_holder_s": 1.879}),
     "expired-grant-bad": (REDIS, {"fresh-leases": False}, {"expired_grants": 1, "overlong_grants": 1}),
     "fresh-ok": (REDIS, {"fresh-leases": True}, {"expired_grants": 0, "overlong_grants": 0}),
     "held-false-bad": (REDIS, {"held": False}, {"held_false_unexplained": 1}),

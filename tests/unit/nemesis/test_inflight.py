@@ -105,3 +105,72 @@ def test_teardown_disarms_the_armed_worker():
     nem, workers, net = armed_cut()
     nem.teardown()
     assert workers.calls[-1] == ("arm", 1, None) and net.heals == 0
+
+
+# -- -o lose=request|reply: one direction cut, the servers' state read back --------------------
+class OneWayNet(Net):
+    """A Net that can cut one direction (CutsOneWay); the key's state comes from `states`."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.one_way: list[tuple] = []
+
+    def cut_one_way(self, client, servers, lose) -> None:
+        self.one_way.append((client, sorted(servers), lose))
+
+
+def test_lose_needs_a_provider_that_cuts_one_direction_and_is_refused_on_ssh():
+    with pytest.raises(BadArgument, match="lose=request needs a provider that can cut one direction"):
+        make(CutInFlight, cluster=Net(), lose="request")
+    from dataclasses import replace
+
+    assert CutInFlight.refusal(spec("cut-in-flight", lose="reply")) is None
+
+    s = replace(spec("cut-in-flight", lose="reply"), cluster="ssh")
+    assert "ssh provider cannot" in CutInFlight.refusal(s)
+    with pytest.raises(BadArgument, match="lose=sideways: choose one of both, request, reply"):
+        make(CutInFlight, cluster=OneWayNet(), lose="sideways")
+
+
+@pytest.mark.parametrize("lose", ["request", "reply"])
+def test_a_one_way_cut_cuts_only_that_direction_and_records_what_the_servers_did(monkeypatch, lose):
+    from nemesis import inflight, readback
+
+    reads = iter([{"n1": {"value": "v", "pttl_ms": 900}, "t": 0.0},
+                  {"n1": None if lose == "reply" else {"value": "v", "pttl_ms": 600}, "t": 0.3}])
+    monkeypatch.setattr(readback, "readable", lambda nodes: None)
+    monkeypatch.setattr(readback, "read", lambda nodes, key: next(reads))
+    monkeypatch.setattr(inflight, "WATCH_STEP_S", 0)
+    net = OneWayNet()
+    nem, workers, _ = armed_cut(net=net, lose=lose)
+    (p,) = see(nem, 1.7, op(1, "invoke", "release", value="v"))
+    assert p.value["lose"] == lose
+    done = nem.invoke(op(NEMESIS, "invoke", "cut-in-flight", p.value))
+    assert net.cuts == [] and net.one_way == [("c2", SERVERS, lose)] and net.probed == [("c2", "n1")]
+    assert done.type == "ok", done.error
+    assert done.value["acted"] is (lose == "reply")
+    assert done.value["server"] == ("released (key gone)" if lose == "reply" else "not released (key present)")
+    assert done.value["server_state"] == ("n1: key absent" if lose == "reply" else "n1: key present (expires in 600 ms)")
+
+
+def test_a_one_way_cut_whose_servers_did_the_opposite_is_in_doubt(monkeypatch):
+    from nemesis import inflight, readback
+
+    reads = iter([{"n1": {"value": "v", "pttl_ms": 900}, "t": 0.0}, {"n1": None, "t": 0.01}])
+    monkeypatch.setattr(readback, "readable", lambda nodes: None)
+    monkeypatch.setattr(readback, "read", lambda nodes, key: next(reads))
+    monkeypatch.setattr(inflight, "WATCH_STEP_S", 0)
+    nem, workers, net = armed_cut(net=OneWayNet(), lose="request")
+    (p,) = see(nem, 1.7, op(1, "invoke", "release", value="v"))
+    done = nem.invoke(op(NEMESIS, "invoke", "cut-in-flight", p.value))
+    assert done.type == "info" and "acted on the release whose request was to be lost" in done.error
+
+
+def test_a_one_way_cut_on_servers_without_a_reader_says_not_verified(monkeypatch):
+    from nemesis import readback
+
+    monkeypatch.setattr(readback, "readable", lambda nodes: "not verified: no read-back for etcd yet")
+    nem, workers, net = armed_cut(net=OneWayNet(), lose="reply")
+    (p,) = see(nem, 1.7, op(1, "invoke", "release", value="v"))
+    done = nem.invoke(op(NEMESIS, "invoke", "cut-in-flight", p.value))
+    assert done.type == "ok" and done.value["server_state"].startswith("not verified") and done.value["acted"] is None
