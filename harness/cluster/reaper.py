@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import time
@@ -128,9 +129,35 @@ def kill_run(run_id: str, timeout: float = 5.0) -> list[str]:
         done += netns.cleanup_run(run_id)
     d = state_root() / run_id
     if _ours(d):
+        done += [f"semaphore /dev/shm/sem.{n[1:]}" for n in unlink_semaphores(d / "mp")]
         shutil.rmtree(d, ignore_errors=True)
         done.append(f"state dir {d}")
     return done
+
+
+SEMAPHORE_NAME = re.compile(r"/mp-[A-Za-z0-9_]{1,64}")  # multiprocessing's names, nothing else
+
+
+def unlink_semaphores(mp_dir: Path) -> list[str]:
+    """Unlink the POSIX semaphores a run's Workers recorded making (harness/engine/pool.py
+    record_semaphores) that are still there: a run SIGKILLed with its resource tracker leaves
+    them. The record is data: only names of multiprocessing's own form are touched."""
+    from _multiprocessing import sem_unlink
+
+    try:
+        names = (mp_dir / "semaphores").read_text().split()
+    except (OSError, UnicodeDecodeError):
+        return []
+    gone = []
+    for name in names:
+        if not SEMAPHORE_NAME.fullmatch(name):
+            continue
+        try:
+            sem_unlink(name)
+        except OSError:  # unlinked already (its maker exited cleanly), or never ours to remove
+            continue
+        gone.append(name)
+    return gone
 
 
 def proc_state(pid: int) -> str | None:

@@ -87,6 +87,31 @@ def _stop_forkserver(wait_s: float = 3.0) -> None:
             pass
 
 
+SEMAPHORES = "semaphores"  # in a run's mp dir: the names of the POSIX semaphores its Workers made
+
+
+def _semlocks(obj: Any, depth: int = 2) -> list[Any]:
+    """The multiprocessing SemLocks in obj (a Queue: its locks and semaphore; an Event: its
+    condition's four and its flag), found through its attributes."""
+    from multiprocessing.synchronize import SemLock
+
+    if isinstance(obj, SemLock):
+        return [obj]
+    if depth == 0 or not hasattr(obj, "__dict__"):
+        return []
+    return [s for v in vars(obj).values() for s in _semlocks(v, depth - 1)]
+
+
+def record_semaphores(mp_dir: Path, *objs: Any) -> None:
+    """Write the names of the named semaphores behind objs (/dev/shm/sem.mp-*) to mp_dir: the
+    process that made them unlinks them at its exit, or multiprocessing's resource tracker
+    when that process dies; a SIGKILL of the run's whole group takes both, and only this
+    record says which are the run's (harness/cluster/reaper.py unlink_semaphores)."""
+    names = sorted({s._semlock.name for o in objs for s in _semlocks(o) if getattr(s._semlock, "name", None)})
+    mp_dir.mkdir(parents=True, exist_ok=True)
+    (mp_dir / SEMAPHORES).write_text("".join(f"{n}\n" for n in names))
+
+
 def _start_resource_tracker() -> None:
     """multiprocessing's resource tracker (it unlinks the queue's semaphores) is our child, in
     the chaos process group. It ignores SIGINT and SIGTERM by itself, not SIGHUP: a hang-up
@@ -178,6 +203,8 @@ class Workers:
         self.died: list[tuple[int, int]] = []  # (index, signal) of workers a signal ended before the stop
         procs = self.contained.procs("clients") if self.contained is not None else None
         self.mp_dir = Path(state) / "mp" if state is not None else None
+        if self.mp_dir is not None:  # a SIGKILL of the whole group leaves them: `chaos cluster down` unlinks these
+            record_semaphores(self.mp_dir, self.queue, self.stop_event, self.go)
         self.options = dict(spec.options)
         store_node = next(n for n in cluster.nodes if n.role == "store")
         for i in range(spec.concurrency):

@@ -68,11 +68,15 @@ def test_a_killed_run_leaves_its_hidden_grandchild_to_cluster_down(tmp_path):
     run_id = next(d.name for d in state_root().iterdir()
                   if json.loads((d / "state.json").read_text()).get("owner") == OWNER)
     assert sleepers(marker), "the grandchild (setsid, no environment) must still be there for this test to mean anything"
+    # the SIGKILL took multiprocessing's resource tracker too: the Workers' semaphores are left
+    semaphores = [Path(f"/dev/shm/sem.{n[1:]}") for n in (state_root() / run_id / "mp" / "semaphores").read_text().split()]
+    assert len(semaphores) == 13 and all(f.exists() for f in semaphores), semaphores
     r = chaos("cluster", "down", run_id)
     assert r.returncode == 0, r.stderr
     assert "cgroup" in r.stdout and "left in its cgroup" in r.stdout, r.stdout
     eventually(lambda: not sleepers(marker), timeout=10)
     assert not [c for c in cgroups() if run_id in c]
+    assert not [f for f in semaphores if f.exists()] and r.stdout.count("semaphore /dev/shm/sem.mp-") == 13, r.stdout
 
 
 def test_a_client_that_floods_its_stderr_is_kept_to_the_cap(tmp_path):
