@@ -96,7 +96,8 @@ def cases_from_runs(summaries: Sequence[dict], *, of: int | None = None) -> list
     cases = []
     for n, s in enumerate(summaries, 1):
         cls = "chaoslock.{}.{}".format(s.get("backend", "run"), "+".join(map(str, s.get("nemesis") or ["none"])))
-        said = [f"{k}={s[k]}" for k in ("violations", "stale_writes_accepted", "lost_updates", "stuck", "starved")
+        said = [f"{k}={s[k]}" for k in ("violations", "stale_writes_accepted", "lost_updates", "stuck", "starved",
+                                           "handover_stalls", "acquires_late", "acquires_early")
                 if s.get(k) not in (None, 0)]
         said += [f"{cause}={k}" for cause, k in (s.get("violations_by_cause") or {}).items()]
         if s.get("unknown_reason"):

@@ -36,9 +36,11 @@ def _strip(fr: Any, bands: list[dict], bound: Any) -> str:
         rects.append(f'<rect x="{a}" y="0" width="{max(1.0, round(b - a, 1))}" height="{HEIGHT}" fill="#ddd"><title>{esc(f["f"])}</title></rect>')
     for b in bands:
         color = "#c0392b" if b.get("stuck") else "#e8a33d"
+        named = (" (STUCK: past the bound " + esc(bound) + " s)" if b.get("stuck") else
+                 " (HANDOVER STALLED: released while others asked)" if b.get("handover_stalled") else "")
         rects.append(f'<rect x="{x(b["start_ns"])}" y="4" width="{max(1.0, round(x(b["end_ns"]) - x(b["start_ns"]), 1))}" '
                      f'height="{HEIGHT - 8}" fill="{color}"><title>free, asked for {esc(b.get("asking_s"))} s '
-                     f'without a grant{" (STUCK: past the bound " + esc(bound) + " s)" if b.get("stuck") else ""}</title></rect>')
+                     f'without a grant{named}</title></rect>')
     return (f'<svg viewBox="0 0 {WIDTH} {HEIGHT}" width="100%" role="img" aria-label="when the lock was free but '
             f'nobody could get it"><rect width="{WIDTH}" height="{HEIGHT}" fill="#f6f6f6"/>{"".join(rects)}</svg>')
 
@@ -65,6 +67,10 @@ def liveness_section(fr: Any, doc: dict) -> str:
                        f"<td>{_pct(v.get('share'))}</td></tr>" for p, v in avail.items() if isinstance(v, dict))
         out.append("<table><thead><tr><th>phase</th><th>acquires ok</th><th>acquires</th><th>availability</th></tr>"
                    f"</thead><tbody>{rows}</tbody></table>")
+    for h in det.get("handover_stalls") or []:
+        out.append(f"<p class='bad'>HANDOVER STALLED: the lock was released while {esc(len(h.get('waiting') or []))} "
+                   f"acquire(s) asked, and granted again only {esc(h.get('stalled_s'))} s later (bound "
+                   f"{esc(summ.get('handover_bound_s'))} s, no fault near; ended by {esc(h.get('ended_by'))}).</p>")
     for s in det.get("starved") or []:
         w = s.get("waiter") or {}
         out.append(f"<p class='bad'>STARVED: process {esc(w.get('process'))} waited {esc(s.get('waited_s'))} s "

@@ -19,6 +19,12 @@ useless. This checker reads, from the history alone (and the facts the run recor
 - **starved** (only designs that promise a queue): one acquire that waited longer than the
   bound, outside faults, while others were granted the lock twice or more (a fault excuses
   the wait only while it is in effect). A waiter behind one long hold is not starved.
+- **handover**: a lock released `ok` (or whose lease ran out) while an acquire was in flight,
+  with no fault in effect from `MARGIN_S` before that moment to the next grant, must be
+  granted again within the handover bound (`-o handover_s`; by default `HANDOVER_S` plus the
+  design's retry delay, the longest a polling waiter may sleep): longer, while acquires kept
+  asking, is "handover stalled N s" (a waiter that missed its wake-up, a queue that waits for
+  a timeout to move). The quiet time before is for clients that reconnect after a heal.
 - **availability**, like Jepsen's: the share of acquires that succeeded, by the phase in
   which they were invoked: `faulted` (a fault in effect), `healed` (none in effect, before
   the last heal, or a run without faults) and `recovery` (after the last fault healed).
@@ -34,6 +40,7 @@ account of harness/core/faults.py `in_effect` the report and ops.csv read too.
 from __future__ import annotations
 
 import bisect
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -43,6 +50,7 @@ from harness.core.facts import service_of
 from harness.core.history import NEMESIS, Op, pair_ops
 
 MARGIN_S = 5.0  # slack above lease + acquire timeout (CPU starvation on a small machine)
+HANDOVER_S = 1.0  # the default handover bound, above the design's retry delay
 MIN_BAND_S = 1.0  # free-but-unavailable stretches shorter than this are not listed
 MAX_LISTED = 50
 QUEUED_KINDS = ("zookeeper",)  # lock services whose locks are FIFO queues (sequential znodes)
@@ -80,6 +88,23 @@ def bound_s(spec: Any, history: Sequence[Op] = ()) -> float | None:
     if lease is None:
         return None
     return round(lease + acquire_timeout_s(spec, history) + MARGIN_S, 3)
+
+
+def handover_bound_s(spec: Any) -> float:
+    """How soon a lock released while others ask must be granted again (module doc): -o
+    handover_s, else HANDOVER_S plus the design's retry delay (-o retry_delay_ms, or the
+    default the run recorded in its facts, where the design polls)."""
+    options = getattr(spec, "options", None) or {}
+    facts = getattr(spec, "facts", None)
+    recorded = facts.get("retry_delay_ms") if isinstance(facts, Mapping) else None
+    try:
+        given = float(options.get("handover_s") or 0)
+        poll = float(options.get("retry_delay_ms") or recorded or 0) / 1000
+    except (TypeError, ValueError):  # a hand-made spec: the defaults
+        given, poll = 0.0, 0.0
+    if not (math.isfinite(given) and math.isfinite(poll)):
+        given, poll = 0.0, 0.0
+    return round(given if given > 0 else HANDOVER_S + max(0.0, poll), 3)
 
 
 def queued(spec: Any) -> bool | None:
@@ -255,6 +280,8 @@ def check_liveness(spec: Any, history: Sequence[Op]) -> CheckResult:
                               "faults": sum(1 for a, b in cuts if a < hi and b > lo), "stuck": True,
                               "attempts": len(tried), "ended_by": _ended_by(hi, end, busy, cuts),
                               "acquires": [[_brief(i), _brief(d)] for i, d in tried[:MAX_LISTED]]})
+    handover = handover_bound_s(spec)
+    stalls, handovers = _handovers(by_key, held, cuts, end, int(handover * 1e9))
     judge_queue = queued(spec)
     starved = _starved(acqs, cuts, bound_ns) if judge_queue else []
     after = [d.time_ns for _, d, _ in acqs if d is not None and d.type == "ok" and last_heal is not None
@@ -264,8 +291,13 @@ def check_liveness(spec: Any, history: Sequence[Op]) -> CheckResult:
         "liveness_bound_s": bound, "availability": availability(acqs, faulted, last_heal),
         "granted_after_heal_s": round((min(after) - last_heal) / 1e9, 3) if after else None,
         "free_unavailable_s": round(longest / 1e9, 3),
+        "handover_stalls": len(stalls), "handover_bound_s": handover, "handovers_judged": handovers[0],
+        "handover_max_s": round(handovers[1] / 1e9, 3) if handovers[0] else None,
     }
-    valid: Any = not stuck and not starved
+    stalled = {(b["key"], b["start_ns"]) for b in stalls}
+    for band in bands:  # the report's amber band names it
+        band["handover_stalled"] = (band["key"], band["start_ns"]) in stalled
+    valid: Any = not stuck and not starved and not stalls
     error = None
     if not acqs:
         valid, error = UNKNOWN, "no acquire in the history"
@@ -273,7 +305,35 @@ def check_liveness(spec: Any, history: Sequence[Op]) -> CheckResult:
         "bound": {"lease_s": lease_s(spec), "acquire_timeout_s": acquire_timeout_s(spec, history),
                   "margin_s": MARGIN_S, "bound_s": bound},
         "queue": judge_queue, "stuck": stuck[:MAX_LISTED], "starved": starved[:MAX_LISTED],
+        "handover_stalls": stalls[:MAX_LISTED],
         "bands": bands[:MAX_LISTED * 4], "last_heal_ns": last_heal})
+
+
+def _handovers(by_key: dict[Any, list], held: dict[Any, list[tuple[int, int]]], cuts: list[tuple[int, int]],
+               end: int, bound_ns: int) -> tuple[list[dict], tuple[int, int]]:
+    """The handovers judged (module doc): (stalls, (how many were judged, the longest in ns)).
+    A handover starts where a may-hold span ends with an acquire of the key in flight, and lasts
+    until the next span starts (a grant) or the history ends; it is judged when no fault was
+    in effect from MARGIN_S before its start to its end."""
+    quiet_ns = int(MARGIN_S * 1e9)
+    stalls: list[dict] = []
+    judged, longest = 0, 0
+    for key, mine in by_key.items():
+        busy = held.get(key, [])
+        demand = _Asking(_union([(i.time_ns, t) for i, _, t in mine]))
+        for n, (_, lo) in enumerate(busy):
+            hi = busy[n + 1][0] if n + 1 < len(busy) else end
+            waiting = [(i, d) for i, d, t in mine if i.time_ns <= lo < t]
+            if hi <= lo or not waiting or any(a < hi and b > lo - quiet_ns for a, b in cuts):
+                continue
+            judged += 1
+            asked = demand.of(lo, hi)
+            longest = max(longest, asked)
+            if asked > bound_ns:
+                stalls.append({"key": key, "start_ns": lo, "end_ns": hi, "stalled_s": round((hi - lo) / 1e9, 3),
+                               "asking_s": round(asked / 1e9, 3), "ended_by": "end of history" if hi >= end else "a grant",
+                               "waiting": [_brief(i) for i, _ in waiting[:MAX_LISTED]]})
+    return stalls, (judged, longest)
 
 
 def _ended_by(b: int, end: int, busy: list[tuple[int, int]], cuts: list[tuple[int, int]]) -> str:

@@ -20,6 +20,7 @@ from harness.checker.leases import check_fresh_leases, check_grants, check_held,
 from harness.checker.liveness import check_liveness
 from harness.checker.linearizable import LinearizableChecker
 from harness.checker.alive import check_alive
+from harness.checker.timeouts import check_timeouts
 from harness.checker.noticed import check_noticed
 from harness.checker.properties import check_reentrancy
 from harness.checker.replayed import check_replayed, planned
@@ -109,6 +110,7 @@ REGISTRY: tuple[Callable[[Any], Entry | None], ...] = (
     lambda spec: Entry(name="fresh-leases", check=check_fresh_leases, decides=FINDINGS),
     lambda spec: Entry(name="held", check=check_held, decides=FINDINGS),
     lambda spec: Entry(name="noticed", check=check_noticed, decides=FINDINGS),
+    lambda spec: Entry(name="timeouts", check=check_timeouts, decides=FINDINGS),
     # an external client process that died of its own error (the in-process clients cannot)
     lambda spec: Entry(name="alive", check=check_alive, decides=True) if getattr(spec, "backend", None) == "external" else None,
     lambda spec: Entry(name="grants", check=check_grants, decides=False),

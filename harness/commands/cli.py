@@ -74,6 +74,12 @@ def verdict_text(s: dict, *, interrupted_by: int | None = None) -> str:
         parts.append(f"lock STUCK {stuck} time{'s' if stuck != 1 else ''}")
     if starved:
         parts.append(f"{starved} waiter{'s' if starved != 1 else ''} STARVED")
+    stalls = s.get("handover_stalls") or 0
+    if stalls:
+        parts.append(f"handover STALLED {stalls} time{'s' if stalls != 1 else ''}")
+    timeouts = (s.get("acquires_late") or 0) + (s.get("acquires_early") or 0)
+    if timeouts:
+        parts.append(f"acquire timeout NOT HONOURED {timeouts} time{'s' if timeouts != 1 else ''}")
     denied = s.get("held_false_unexplained") or 0
     if denied:
         parts.append(f"the client DENIED holding a lock it had just been granted {denied} time{'s' if denied != 1 else ''}")
@@ -125,6 +131,13 @@ def liveness_lines(s: dict) -> list[str]:
                      f"outside faults (bound {bound} s: lease + acquire timeout + margin)")
     if s.get("starved"):
         lines.append(f"  STARVED: {s['starved']} waiter(s) queued longer than {bound} s while others were granted")
+    if s.get("handover_stalls"):
+        lines.append(f"  HANDOVER STALLED: a lock released while others asked was free up to {s.get('handover_max_s')} s "
+                     f"before the next grant, with no fault near (bound {s.get('handover_bound_s')} s: -o handover_s)")
+    if s.get("acquires_late") or s.get("acquires_early"):
+        lines.append(f"  TIMEOUT NOT HONOURED: {s.get('acquires_late') or 0} acquire(s) answered more than "
+                     f"{_late_margin()} s after their timeout, {s.get('acquires_early') or 0} gave up long before it "
+                     f"while the lock was taken, with no fault to explain it")
     avail = s.get("availability")
     if isinstance(avail, dict):
         shares = [f"{p} {round(100 * v['share'])}% of {v['attempts']}" for p, v in avail.items()
@@ -144,6 +157,12 @@ def liveness_lines(s: dict) -> list[str]:
     if s.get("duplicate_tokens"):
         lines.append(f"  {s['duplicate_tokens']} grant(s) carried a fencing token another grant of the key already had")
     return lines
+
+
+def _late_margin() -> float:
+    from harness.checker.timeouts import LATE_MARGIN_S
+
+    return LATE_MARGIN_S
 
 
 # The other commands, each loaded only when named (or listed by --help), so that `chaos check`

@@ -14,6 +14,8 @@
   validity          how the clients' valid_until_ns was counted: "from-grant" (from when the
                     service granted or renewed the lease); absent in runs stored before, whose
                     validity some clients counted from when the acquire was sent
+  retry_delay_ms    the longest a built-in design that polls sleeps between tries (its
+                    -o retry_delay_ms with the default); None for one that is woken instead
 
 A history stored before facts were recorded gets what can be derived purely: the built-in
 backends' service (`BUILTIN_SERVICE`, held equal to their `servers` by

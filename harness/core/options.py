@@ -122,6 +122,11 @@ CLUSTER_OPTIONS = (
                 "after another process was granted the lock is a finding (the client did not notice it lost it). "
                 "Default grant: a last look would keep a paused holder that tracks its validity from writing, "
                 "and the articles' stale write (what fencing is for) from happening"),
+    Option(name="handover_s", type=float, default=0.0, min=0, max=3600,
+           help="a lock released (or whose lease ended) while others asked for it, with no fault in effect or "
+                "healed in the last 5 s, must be granted again within this many seconds, or the run reports "
+                "\"handover stalled\" (a waiter that missed its wake-up); 0: 1 s plus the design's retry delay "
+                "(-o retry_delay_ms, where it has one)"),
     Option(name="own_key", type=bool, default=False,
            help="client i always takes lock key i (mod --keys) instead of a random key per cycle: a throughput "
                 "probe without contention, as the services' own load tools measure"),

@@ -86,7 +86,9 @@ def run_facts(spec: TestSpec, nemeses: list) -> dict:
             "faults": faults.record(k for n in nemeses for k in getattr(n, "FAULTS", ())),
             # a bool on the client class, or (an external client) what its options say
             "release_checks_owner": owner(options) if callable(owner) else owner,
-            "validity": VALIDITY}
+            "validity": VALIDITY,
+            # the longest a polling design sleeps between tries (liveness's handover bound), if it polls
+            "retry_delay_ms": declared.get("retry_delay_ms")}
 
 
 def refuse_early(spec: TestSpec, replay=None) -> list:

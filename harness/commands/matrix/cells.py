@@ -120,8 +120,10 @@ class Runner:
             for k in CSV_FIELDS[5:12]:
                 row[k] = summary.get(k, "")
             row["unexplained"] = summary.get("unexplained", "")
-            for k in ("stuck", "starved"):  # None (not judged) is blank: no count to hold a limit to
+            for k in ("stuck", "starved", "handover_stalls"):  # None (not judged) is blank: no count to hold a limit to
                 row[k] = "" if summary.get(k) is None else summary[k]
+            late, early = summary.get("acquires_late"), summary.get("acquires_early")
+            row["timeouts"] = "" if late is None and early is None else (late or 0) + (early or 0)
             row["availability"] = ";".join(f"{p}={v['share']}" for p, v in (summary.get("availability") or {}).items()
                                            if isinstance(v, dict) and v.get("share") is not None)
             row["causes"] = ";".join(f"{k}={v}" for k, v in (summary.get("violations_by_cause") or {}).items())

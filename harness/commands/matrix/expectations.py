@@ -29,7 +29,10 @@ VERDICTS = ("safe", "unsafe", "either", "unsupported")
 # Counts a run of a cell may not exceed, whatever its verdict (each a whole number; absent: no limit).
 LIMITS = {"unexplained": "UNEXPLAINED violations (harness/checker/causes.py)",
           "stuck": "stuck findings (a free lock nobody could get: harness/checker/liveness.py)",
-          "starved": "starved waiters (harness/checker/liveness.py)"}
+          "starved": "starved waiters (harness/checker/liveness.py)",
+          "handover_stalls": "stalled handovers (a lock released while others asked, not granted in time: "
+                             "harness/checker/liveness.py)",
+          "timeouts": "acquires that did not honour their timeout (harness/checker/timeouts.py)"}
 FENCING_KEYS = {True: "fenced", False: "nofence"}
 RATES = ("min_invalid_rate", "max_invalid_rate")
 

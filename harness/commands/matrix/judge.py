@@ -91,7 +91,8 @@ def rejudge(rows: list[dict], exp: Expectations) -> list[dict]:
             c["observed"], c["matched"], c["invalid_rate"] = judge_rate(stored, rate)
         over: list[dict] = []
         for key, words in (("unexplained", "UNEXPLAINED violation(s)"), ("stuck", "stuck finding(s)"),
-                           ("starved", "starved waiter(s)")):
+                           ("starved", "starved waiter(s)"), ("handover_stalls", "stalled handover(s)"),
+                           ("timeouts", "acquire(s) that did not honour their timeout")):
             limit = exp.limit(c["backend"], c["nemesis"], key)
             past = [r for r in c["runs"] if limit is not None and _count(r.get(key)) > limit]
             if past:  # broken in a way the design does not account for: fails even an "unsafe" cell

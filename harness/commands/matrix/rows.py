@@ -16,7 +16,7 @@ from harness.core.errors import BadArgument
 CSV_FIELDS = ("backend", "nemesis", "fencing", "seed", "valid", "violations", "stale_writes_accepted",
               "stale_writes_rejected", "lost_updates", "acquires_ok", "p50_acquire_ms", "p99_acquire_ms", "run_dir",
               "expected", "matched", "cell_observed", "cell_matched", "wall_s", "error", "unexplained", "causes",
-              "stuck", "starved", "availability", "cell_invalid_rate")
+              "stuck", "starved", "availability", "cell_invalid_rate", "handover_stalls", "timeouts")
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:

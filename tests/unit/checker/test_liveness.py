@@ -6,7 +6,8 @@ import random
 import pytest
 
 from harness.checker.leases import check_fresh_leases, check_grants, check_held, check_outlived
-from harness.checker.liveness import MARGIN_S, bound_s, check_liveness, may_hold, queued
+from harness.checker.liveness import MARGIN_S, bound_s, check_liveness, handover_bound_s, may_hold, queued
+from harness.checker.timeouts import check_timeouts
 from harness.checker.policy import judged, summarize, verdicts
 from harness.commands.cli import verdict_text
 from harness.core.history import Op, read_history
@@ -14,7 +15,7 @@ from harness.core.spec import TestSpec
 from tests.paths import TESTS
 
 GOLDEN = TESTS / "golden" / "liveness"
-REDIS = TestSpec(backend="redis", ttl_ms=2000, acquire_timeout=2.0, facts={"validity": "from-grant"})
+REDIS = TestSpec(backend="redis", ttl_ms=2000, acquire_timeout=2.0, facts={"validity": "from-grant", "retry_delay_ms": 50})
 QUEUE = TestSpec(backend="zookeeper", ttl_ms=2000, acquire_timeout=2.0)
 
 # file -> (spec, {checker: expected valid}, {summary key: expected value})
@@ -48,9 +49,19 @@ CASES = {
     "starved-faulted-bad": (QUEUE, {"liveness": False}, {"starved": 1, "stuck": 0}),
     "outlived-faulted-ok": (REDIS, {"outlived": "unknown", "liveness": True},
                             {"outlived_holder": 0, "deaths_not_judged": 1}),
+    # handover (issue 38): a waiter granted 2.2 s after an ok release it was asking through; the
+    # same granted in 60 ms, and a 2.2 s stall 1.5 s after a heal (a client may be reconnecting)
+    "handover-stalled-bad": (REDIS, {"liveness": False, "timeouts": True},
+                             {"handover_stalls": 1, "handover_max_s": 2.2, "stuck": 0, "handover_bound_s": 1.05}),
+    "handover-ok": (REDIS, {"liveness": True}, {"handover_stalls": 0, "handovers_judged": 1, "handover_max_s": 0.06}),
+    # timeouts honoured (issue 38): a give-up after 0.1 s of 2 while the lock was taken, an answer
+    # 1.6 s late under a client clock jump; a full-timeout fail, a late answer under a server pause
+    "timeouts-bad": (REDIS, {"timeouts": False, "liveness": True}, {"acquires_late": 1, "acquires_early": 1}),
+    "timeouts-ok": (REDIS, {"timeouts": True, "liveness": True}, {"acquires_late": 0, "acquires_early": 0,
+                                                                 "acquires_timed": 5}),
 }
 CHECKS = {"liveness": check_liveness, "outlived": check_outlived, "fresh-leases": check_fresh_leases,
-          "held": check_held, "grants": check_grants}
+          "held": check_held, "grants": check_grants, "timeouts": check_timeouts}
 
 
 def test_every_golden_file_has_a_case():
@@ -75,6 +86,28 @@ def test_the_bound_is_lease_plus_acquire_timeout_plus_margin():
     zk = TestSpec(backend="zookeeper", ttl_ms=2000, acquire_timeout=3.0, facts={"kind": "zookeeper", "servers": 3,
                                                                                "session_timeout_ms": 6000})
     assert bound_s(zk) == 6 + 3 + MARGIN_S  # a session outlives the TTL: the session timeout counts
+
+
+def test_the_handover_bound_is_a_second_above_the_designs_retry_delay_or_as_given():
+    assert handover_bound_s(REDIS) == 1.05  # redis's retry_delay_ms is 50 (the run records it)
+    assert handover_bound_s(TestSpec(backend="redis", options={"retry_delay_ms": 400}, facts=REDIS.facts)) == 1.4
+    assert handover_bound_s(TestSpec(backend="zookeeper")) == 1.0  # a watch: no polling
+    assert handover_bound_s(TestSpec(backend="redis", options={"handover_s": 3})) == 3.0
+    r = check_liveness(TestSpec(backend="redis", ttl_ms=2000, acquire_timeout=2.0, options={"handover_s": 3}),
+                       read_history(GOLDEN / "handover-stalled-bad.jsonl"))
+    assert r.valid is True and r.summary["handover_max_s"] == 2.2  # judged, within the bound given
+
+
+def test_a_stall_names_its_waiters_and_the_report_band_says_handover():
+    r = check_liveness(REDIS, read_history(GOLDEN / "handover-stalled-bad.jsonl"))
+    (stall,) = r.details["handover_stalls"]
+    assert stall["stalled_s"] == 2.2 and stall["ended_by"] == "a grant" and [w["process"] for w in stall["waiting"]] == [1]
+    assert [b["handover_stalled"] for b in r.details["bands"]] == [True]
+
+
+def test_timeouts_are_not_judged_without_an_acquire_timeout():
+    r = check_timeouts(TestSpec.bare(), read_history(GOLDEN / "timeouts-bad.jsonl"))
+    assert r.valid == "unknown" and "acquire timeout" in r.error
 
 
 def test_only_queue_designs_are_judged_for_starvation():
