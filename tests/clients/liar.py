@@ -16,6 +16,13 @@ what it does. MODE:
   held-always    answers `held: true` whatever happened, as a library whose background refresh
                  silently re-creates an expired key would (pause-holder with -o held_check=both:
                  "the client did not notice it lost the lock")
+  misses-wakeup  sleeps 1.9 s between the tries of an acquire, not 0.05 s: a waiter that misses
+                 its wake-up after a release (no fault: "handover stalled")
+  gives-up-early  gives up an acquire after a tenth of its timeout (contention: "acquire timeout
+                 not honoured", gave up long before it while the lock was taken)
+  wall-clock-deadline  measures its acquire deadline on the wall clock (time.time()): a client
+                 clock jumped back (clock-skew -o clock_target=clients -o clock_mode=back) makes
+                 it wait far past its timeout ("acquire timeout not honoured", answered late)
   blind-retry    a release that fails on the connection (reset, timeout) forgets whose key it
                  was and retries a plain DEL until a server answers (without redis-py's own
                  retries, which re-send the owner-checked EVAL, as redis-py before 6 had none;
@@ -42,6 +49,12 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "clients/example-redis/client.py
 EDITS = {"late-ok": ("            if valid_ms <= 0:", "            if False:"),
          "blind-retry": ("rep = {\"type\": \"ok\" if r.eval(RELEASE, 1, req[\"key\"], req[\"value\"]) else \"fail\"}",
                          "rep = {\"type\": \"ok\" if blind_release(r, req) else \"fail\"}"),
+         "misses-wakeup": ("                time.sleep(0.05)", "                time.sleep(1.9)"),
+         "gives-up-early": ('value, deadline = uuid.uuid4().hex, time.monotonic() + req["timeout_s"]',
+                            'value, deadline = uuid.uuid4().hex, time.monotonic() + req["timeout_s"] / 10'),
+         "wall-clock-deadline": [('value, deadline = uuid.uuid4().hex, time.monotonic() + req["timeout_s"]',
+                                  'value, deadline = uuid.uuid4().hex, time.time() + req["timeout_s"]'),
+                                 ("if time.monotonic() > deadline:", "if time.time() > deadline:")],
          "from-reply": ("req[\"ttl_ms\"] * 0.9 - (time.monotonic() - sent) * 1000", "req[\"ttl_ms\"] * 0.9"),
          "held-always": ("        elif op == \"release\":",
                          "        elif op == \"held\":\n            rep = {\"type\": \"ok\", \"held\": True}\n"
@@ -111,8 +124,7 @@ if mode == "blind-retry":
 
     redis.Redis.__init__ = no_retries
 source = EXAMPLE.read_text()
-if mode in EDITS:
-    old, new = EDITS[mode]
+for old, new in ([EDITS[mode]] if isinstance(EDITS.get(mode), tuple) else EDITS.get(mode, [])):
     if old not in source:
         sys.exit(f"liar.py: {EXAMPLE} no longer has the line mode {mode} edits ({old.strip()!r})")
     source = source.replace(old, new)
