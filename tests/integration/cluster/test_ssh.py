@@ -65,6 +65,7 @@ def test_etcd_on_three_hosts_stays_safe_through_partitions_cut_on_the_hosts(lab,
     assert cuts and all(o["type"] == "ok" for o in cuts), cuts  # each cut was read back as cut
 
 
+@pytest.mark.campaign  # the nightly runs it: the suite keeps Redlock's and etcd's runs on ssh hosts (30 minutes)
 def test_zookeeper_on_three_hosts_survives_a_killed_and_a_paused_server(lab, tmp_path):
     s, _ = _run(lab, tmp_path, 3, "--backend", "zookeeper", "--nemesis", "kill,pause", "--nemesis-interval", "2",
                 "--time-limit", "10", "--seed", "1")  # seed 1 plans a kill, then a pause

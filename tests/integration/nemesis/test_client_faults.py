@@ -73,9 +73,12 @@ def _missed(history, fault: str) -> list[dict]:
 
 
 # -- pause-waiter --------------------------------------------------------------------------
-# Redlock under the aimed faults is a campaign test (the nightly runs it): the suite keeps valkey's
-# path through redis, and stays under 30 minutes.
-@pytest.mark.parametrize("backend", ["redis", pytest.param("redlock", marks=pytest.mark.campaign), "zookeeper", "etcd"])
+# Redlock, redis and etcd under pause-waiter are campaign tests (the nightly runs them): the suite
+# keeps ZooKeeper's session path (etcd's is test_client_go's etcd 3.4 pause-waiter run, valkey's
+# the kill and cut tests'), and stays under 30 minutes.
+@pytest.mark.parametrize("backend", [pytest.param("redis", marks=pytest.mark.campaign),
+                                     pytest.param("redlock", marks=pytest.mark.campaign), "zookeeper",
+                                     pytest.param("etcd", marks=pytest.mark.campaign)])
 def test_pause_waiter_stops_a_worker_mid_acquire(tmp_path, backend):
     summary, history = run_json(tmp_path, "--backend", backend, "--nemesis", "pause-waiter", "--time-limit", "14",
                                 "--nemesis-interval", "2", "--seed", "3")
@@ -106,7 +109,9 @@ def test_pause_waiter_stops_a_worker_mid_acquire(tmp_path, backend):
 
 
 # -- partition-waiter ----------------------------------------------------------------------
-@pytest.mark.parametrize("backend", ["redis", pytest.param("redlock", marks=pytest.mark.campaign), "zookeeper", "etcd"])
+# redis and redlock are campaign tests: a cut waiter on valkey is the kill and cut tests' path
+@pytest.mark.parametrize("backend", [pytest.param("redis", marks=pytest.mark.campaign),
+                                     pytest.param("redlock", marks=pytest.mark.campaign), "zookeeper", "etcd"])
 def test_partition_waiter_cuts_a_waiters_namespace_mid_acquire(tmp_path, backend):
     summary, history = run_json(tmp_path, "--backend", backend, "--nemesis", "partition-waiter", "--time-limit", "14",
                                 "--nemesis-interval", "2", "--seed", "3")
@@ -138,11 +143,12 @@ def test_partition_waiter_cuts_a_waiters_namespace_mid_acquire(tmp_path, backend
 CLIENT = ("--client", f"{sys.executable} {ROOT / 'clients/example-redis/client.py'}", "--servers", "valkey:1")
 
 
-# Redlock's kill is redis's with five nodes, and a kill after the first renew is the after_renews=2
-# path with k=1: both are campaign tests (the nightly runs them), the suite keeps the other four.
-@pytest.mark.parametrize("name, args", [("redis", ("--backend", "redis")),
+# Redlock's kill is redis's with five nodes, a kill after the first renew is the after_renews=2
+# path with k=1, redis's is the external client's on valkey, etcd's without renews is the
+# after_renews=2 run's first kill: campaign tests (the nightly runs them); the suite keeps two.
+@pytest.mark.parametrize("name, args", [pytest.param("redis", ("--backend", "redis"), marks=pytest.mark.campaign),
                                         pytest.param("redlock", ("--backend", "redlock"), marks=pytest.mark.campaign),
-                                        ("etcd", ("--backend", "etcd")),
+                                        pytest.param("etcd", ("--backend", "etcd"), marks=pytest.mark.campaign),
                                         pytest.param("etcd-renew", ("--backend", "etcd", "--renew"), marks=pytest.mark.campaign),
                                         ("etcd-after-2-renews", ("--backend", "etcd", "--renew", "-o", "after_renews=2")),
                                         ("external-redis", CLIENT)])
@@ -192,7 +198,9 @@ def test_kill_holder_kills_the_holders_group_and_a_new_process_takes_its_place(t
 
 
 
-@pytest.mark.parametrize("backend", ["zookeeper", "etcd", pytest.param("redis", marks=pytest.mark.campaign)])
+# ZooKeeper's is a campaign test: etcd's here, valkey's in test_fault_modes.py (when=free)
+@pytest.mark.parametrize("backend", [pytest.param("zookeeper", marks=pytest.mark.campaign), "etcd",
+                                     pytest.param("redis", marks=pytest.mark.campaign)])
 def test_kill_holder_during_acquire_kills_a_waiter_between_its_request_and_the_reply(tmp_path, backend):
     summary, history = run_json(tmp_path, "--backend", backend, "--nemesis", "kill-holder", "-o", "during=acquire",
                                 "--time-limit", "12", "--nemesis-interval", "2", "--seed", "3")
@@ -218,7 +226,8 @@ def test_kill_holder_during_acquire_kills_a_waiter_between_its_request_and_the_r
 
 
 # -- cut-in-flight -------------------------------------------------------------------------
-@pytest.mark.parametrize("backend, args", [("redis", ()), ("zookeeper", ()),
+# redis's is a campaign test: valkey's cut-in-flight is test_fault_modes.py's (lose=request, lose=reply)
+@pytest.mark.parametrize("backend, args", [pytest.param("redis", (), marks=pytest.mark.campaign), ("zookeeper", ()),
                                            ("etcd-renew", ("--renew", "-o", "during=renew")),
                                            pytest.param("redlock", (), marks=pytest.mark.campaign)])
 def test_cut_in_flight_cuts_a_holders_links_before_its_request_leaves(tmp_path, backend, args):

@@ -50,7 +50,8 @@ def test_curator_is_valid_without_faults(tmp_path):
     assert s["valid"] is True and s["critical_sections"] >= 1, r.stderr[-1000:]
 
 
-@pytest.mark.parametrize("fencing, valid", [([], False), (["--fencing"], True)])
+# fenced is a campaign test: the store's fence is the harness's, shown fenced by the relay's test
+@pytest.mark.parametrize("fencing, valid", [([], False), pytest.param(["--fencing"], True, marks=pytest.mark.campaign)])
 def test_curator_under_a_pause_past_its_session(tmp_path, fencing, valid):
     """Paused 2.5 x the 1 s TTL with a 1 s session: ZooKeeper deletes the lock node, the next
     client takes the lock, the paused one wakes, writes, and its release() still returns ok."""
