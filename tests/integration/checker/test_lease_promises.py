@@ -83,3 +83,23 @@ def test_a_client_that_dies_of_its_own_error_is_a_finding_and_the_honest_one_is_
     assert s["valid"] is False and s["checkers"]["alive"] is False and s["client_deaths"] >= 1, s
     h = run(tmp_path, HONEST, "--servers", "valkey:1", "--time-limit", "4")
     assert h["valid"] is True and h["checkers"]["alive"] is True and h["client_deaths"] == 0, h
+
+
+# -- handover and timeouts (issue 38) -----------------------------------------------------------
+QUIET = ("--servers", "valkey:1", "--time-limit", "8", "--concurrency", "2")
+
+
+def test_a_waiter_that_misses_its_wake_up_stalls_the_handover_and_one_that_gives_up_early_is_named(tmp_path):
+    """No fault at all, two clients: one that sleeps 1.9 s between the tries of an acquire (not
+    0.05 s) leaves the lock free after a release while its waiter sleeps ("handover stalled"), and
+    sleeps past its deadline ("answered late"); one that gives up after a tenth of its timeout
+    while the lock is taken "gave up long before it". The honest example under the same load is
+    silent on both (and every other honest client's run in the suite is judged by both checkers)."""
+    lazy = run(tmp_path, f"{LIAR} misses-wakeup", *QUIET)
+    assert lazy["valid"] is False and lazy["handover_stalls"] >= 1 and lazy["handover_max_s"] > lazy["handover_bound_s"], lazy
+    assert lazy["checkers"]["liveness"] is False and lazy["stuck"] == 0, lazy  # a stall, not a stuck lock
+    hasty = run(tmp_path, f"{LIAR} gives-up-early", *QUIET)
+    assert hasty["valid"] is False and hasty["acquires_early"] >= 1 and hasty["checkers"]["timeouts"] is False, hasty
+    honest = run(tmp_path, HONEST, *QUIET)
+    assert honest["valid"] is True and honest["handovers_judged"] >= 3, honest
+    assert honest["handover_stalls"] == 0 and honest["acquires_late"] == honest["acquires_early"] == 0, honest
