@@ -88,9 +88,12 @@ def check_timeouts(spec: Any, history: Sequence[Op]) -> CheckResult:
 
 def _finding(inv: Op, done: Op, timeout: float, how: str) -> dict:
     took = (done.time_ns - inv.time_ns) / 1e9
-    cut = " (cut off by the harness: no answer)" if done.type == "info" and "no reply" in (done.error or "") else ""
-    if how == "answered":
-        words = (f"an acquire answered {took - float(timeout):.3f} s after its {float(timeout):g} s timeout{cut} "
+    cut = done.type == "info" and "no reply" in (done.error or "")
+    if how == "answered" and cut:
+        words = (f"an acquire had no answer {took - float(timeout):.3f} s after its {float(timeout):g} s timeout, "
+                 f"and the harness cut it off (process {inv.process})")
+    elif how == "answered":
+        words = (f"an acquire answered {took - float(timeout):.3f} s after its {float(timeout):g} s timeout "
                  f"(process {inv.process}, {done.type})")
     else:
         words = (f"an acquire gave up after {took:.3f} s of its {float(timeout):g} s timeout while the lock was "

@@ -103,3 +103,16 @@ def test_a_waiter_that_misses_its_wake_up_stalls_the_handover_and_one_that_gives
     honest = run(tmp_path, HONEST, *QUIET)
     assert honest["valid"] is True and honest["handovers_judged"] >= 3, honest
     assert honest["handover_stalls"] == 0 and honest["acquires_late"] == honest["acquires_early"] == 0, honest
+
+
+@pytest.mark.campaign
+def test_a_deadline_on_the_wall_clock_waits_on_after_the_client_clock_jumps_back(tmp_path):
+    """A client clock jumped back 2.5 x TTL (the vDSO patch on the client process): a client that
+    measures its acquire deadline with time.time() waits on until the harness cuts it off; the
+    clock fault excuses nothing. The honest example (time.monotonic()) is silent."""
+    skew = ("--servers", "valkey:1", "-n", "clock-skew", "-o", "clock_target=clients", "-o", "clock_mode=back",
+            "--time-limit", "12", "--concurrency", "2")
+    s = run(tmp_path, f"{LIAR} wall-clock-deadline", *skew)
+    assert s["valid"] is False and s["acquires_late"] >= 1 and s["checkers"]["timeouts"] is False, s
+    honest = run(tmp_path, HONEST, *skew)
+    assert honest["valid"] is True and honest["acquires_late"] == 0, honest
