@@ -16,6 +16,7 @@ going back in time), so a malformed file never reaches a checker and flips its v
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from dataclasses import dataclass, fields, replace
@@ -76,6 +77,15 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)  # True is an int to Python, not to us
 
 
+def process_id(v: Any) -> int | str:
+    """A history's process id as the checkers key it: an integer or a string as given; any other
+    JSON scalar (1.5, true, false, null: a foreign history may use them) as its JSON text, a
+    string, so that true is never process 1 and 1.0 never process 1."""
+    if _is_int(v) or isinstance(v, str):
+        return v
+    return json.dumps(v)
+
+
 def check_fields(d: Any, where: str) -> None:
     """Refuse, with BadHistory, a decoded line that is not an op of the right types. Fields
     other than these are ignored (foreign histories, Jepsen's among them, carry more)."""
@@ -87,8 +97,10 @@ def check_fields(d: Any, where: str) -> None:
     t = d["time_ns"]
     if not _is_int(t) or not 0 <= t <= MAX_TIME_NS:
         raise BadHistory(f"{where}: time_ns must be a non-negative integer of nanoseconds, got {_short(t)}")
-    if not (_is_int(d["process"]) or isinstance(d["process"], str)):
-        raise BadHistory(f"{where}: process must be an integer or a string, got {_short(d['process'])}")
+    proc = d["process"]
+    if isinstance(proc, (list, dict)) or (isinstance(proc, float) and not math.isfinite(proc)):
+        raise BadHistory(f"{where}: process must be a JSON scalar (an integer, a string, a number, true, false "
+                         f"or null), got {_short(proc)}")
     if not isinstance(d["type"], str) or d["type"] not in TYPES:
         raise BadHistory(f"{where}: type {_short(d['type'])} is not one of {', '.join(TYPES)}")
     if not isinstance(d["f"], str):
@@ -213,7 +225,7 @@ def read_history(path: str | os.PathLike) -> list[Op]:
         index = d.get("index")
         if index is None:
             index = ops[-1].index + 1 if ops else 0
-        op = Op(index=index, time_ns=d["time_ns"], process=d["process"], type=d["type"], f=d["f"],
+        op = Op(index=index, time_ns=d["time_ns"], process=process_id(d["process"]), type=d["type"], f=d["f"],
                 key=d.get("key"), value=d.get("value"), token=d.get("token"), node=d.get("node"), error=d.get("error"),
                 valid_until_ns=d.get("valid_until_ns"), mode=d.get("mode"), permits=d.get("permits"))
         if ops and index <= ops[-1].index:
@@ -323,7 +335,9 @@ class HistoryWriter:
     def op_at(d: dict, index: int) -> Op:
         """The Op of a recorded dict (record checked its fields)."""
         get = d.get
-        return Op(index=index, time_ns=d["time_ns"], process=d["process"], type=d["type"], f=d["f"], key=get("key"),
+        proc = d["process"]
+        return Op(index=index, time_ns=d["time_ns"], process=proc if type(proc) in (int, str) else process_id(proc),
+                  type=d["type"], f=d["f"], key=get("key"),
                   value=get("value"), token=get("token"), node=get("node"), error=get("error"),
                   valid_until_ns=get("valid_until_ns"), mode=get("mode"), permits=get("permits"))
 

@@ -221,3 +221,26 @@ def test_read_results_says_what_is_wrong(tmp_path):
     (tmp_path / "results.json").write_text("[]")
     with pytest.raises(BadArgument, match="no summary"):
         read_results(tmp_path)
+
+
+def test_a_process_id_may_be_any_json_scalar_and_none_collides_with_an_integer(tmp_path):
+    """Issue 37: a foreign history's process ids may be numbers, booleans or null; each is read as
+    its JSON text, so true is not process 1, 1.5 not process "1.5"'s neighbour 1, null a process too."""
+    from harness.core.history import read_history
+
+    ids = [1, True, 1.5, None, "1", "nemesis"]
+    p = tmp_path / "h.jsonl"
+    p.write_text("".join(json.dumps({"index": i, "time_ns": i, "process": pid, "type": "invoke", "f": "acquire"}) + "\n"
+                         for i, pid in enumerate(ids)))
+    got = [o.process for o in read_history(p)]
+    assert got == [1, "true", "1.5", "null", "1", "nemesis"] and len(set(got)) == len(ids)
+
+
+@pytest.mark.parametrize("pid", [[1], {"a": 1}])
+def test_a_process_id_that_is_not_a_scalar_is_one_sentence(tmp_path, pid):
+    from harness.core.history import BadHistory, read_history
+
+    p = tmp_path / "h.jsonl"
+    p.write_text(json.dumps({"time_ns": 0, "process": pid, "type": "invoke", "f": "acquire"}) + "\n")
+    with pytest.raises(BadHistory, match="process must be a JSON scalar"):
+        read_history(p)
