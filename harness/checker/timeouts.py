@@ -12,7 +12,9 @@ lock was about to be free. Both are findings, with their ops:
   clock fault excuses nothing: a deadline is measured on a monotonic clock.
 - **early**: an acquire that failed more than `EARLY_MARGIN_S` plus a tenth of its timeout
   before it, while the lock was taken (may-hold, harness/checker/liveness.py) from its invoke
-  to its answer, with no fault in effect.
+  to its answer, with no fault in effect then or in the `QUIET_S` before (a client whose
+  connections a fault reset may fail fast while it reconnects: etcd's client answers "connection
+  failed" at once for a second or more after a cut-in-flight heals).
 
 The timeout is the run's `--acquire-timeout`. The last acquires of a run get less (the runner
 shortens a timeout that would outlast the workload), so an early answer is judged only for
@@ -32,6 +34,7 @@ from harness.core.history import NEMESIS, Op, pair_ops
 LATE_MARGIN_S = 1.0  # above the timeout: one request's own timeout, a loaded machine's scheduling
 EARLY_MARGIN_S = 0.5  # below the timeout (plus a tenth of it): a retry delay, a clock's grain
 TAIL_S = 1.0  # acquires invoked closer than timeout + this to the last client op may have had less
+QUIET_S = 5.0  # after a fault heals, a client may fail fast while it reconnects: no early answer is judged
 MAX_LISTED = 50
 NO_TIMEOUT = "the history does not say the acquire timeout (no spec.json beside it): timeouts are not judged"
 
@@ -57,7 +60,8 @@ def check_timeouts(spec: Any, history: Sequence[Op]) -> CheckResult:
     kinds = faults.table(getattr(spec, "facts", None))
     spans = faults_of(history, kinds)
     stalls = _Spans(_union([(f.start_ns, f.end_ns) for f in spans if not _clock(f.explains)]))
-    every = _Spans(_union([(f.start_ns, f.end_ns) for f in spans]))
+    quiet_ns = int(QUIET_S * 1e9)  # a client may still be reconnecting after a heal (liveness's margin)
+    every = _Spans(_union([(f.start_ns, f.end_ns + quiet_ns) for f in spans]))
     lease = lease_s(spec)
     held = {k: _Spans(v) for k, v in may_hold(history, int(lease * 1e9), end).items()} if lease else {}
     timeout_ns = int(float(timeout) * 1e9)
