@@ -1,6 +1,6 @@
 """Helpers shared by the cluster and nemesis tests: start a real cluster for one test (or
 class, or package) and prove on the way down that nothing of it survived; etcd and
-ZooKeeper reads and writes."""
+ZooKeeper reads and writes; the clock jumps of a run's history."""
 
 from __future__ import annotations
 
@@ -112,3 +112,12 @@ def zk_read(node, path: str) -> bytes:
     finally:
         c.stop()
         c.close()
+
+
+def clock_bumps(ops: list[dict]) -> list[tuple[dict, dict]]:
+    """(offsets asked, offsets read back) of each clock-bump that ended ok in a run's history.
+    The nemesis runs one op at a time, so an op's invoke and its end are consecutive among the
+    nemesis's clock-bumps. With the default --clock-jump (2.5 x the 2 s TTL) and jitter, what
+    is asked is drawn in 5-7.5 s, to the ms (nemesis/clock.py, next_fault)."""
+    nem = [o for o in ops if o["process"] == "nemesis" and o["f"] == "clock-bump"]
+    return [(a["value"], d["value"]) for a, d in zip(nem, nem[1:]) if a["type"] == "invoke" and d["type"] == "ok"]

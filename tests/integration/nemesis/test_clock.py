@@ -8,7 +8,7 @@ import time
 from harness.cluster import etcd, zookeeper
 from harness.cluster.valkey import connect
 from nemesis.clock import ClockSkew
-from tests.integration.clusters import etcd_get, etcd_put, zk_read, zk_write
+from tests.integration.clusters import clock_bumps, etcd_get, etcd_put, zk_read, zk_write
 from tests.integration.nemesis.probes import (MARKS, assert_clean, clock_samples, ctx, figure, inv, lock_nodes,
                                               need_timewarp, nemesis_ops, on, run_json, zk_roles)
 
@@ -212,10 +212,12 @@ def test_client_clock_skew_run(tmp_path):
                                 "-o", "clock_target=clients", "-o", "validity_clock=wall",
                                 "--time-limit", "8", "--concurrency", "3", "--seed", "4")
     assert summary.get("client_clock_reads"), summary
-    bumps = [o for o in nemesis_ops(history, "ok") if o["f"] == "clock-bump"]
-    assert bumps and all(k.startswith("c") for o in bumps for k in o["value"]), bumps
-    assert all(abs(abs(v) - 5.0) < 2.6 for o in bumps for v in o["value"].values())
+    bumps = clock_bumps(history)
+    assert bumps and all(k.startswith("c") for asked, _ in bumps for k in asked), bumps
+    assert all(5.0 <= v <= 7.5 for asked, _ in bumps for v in asked.values()), bumps
+    # an in-process client's offset is read back as the one it uses, not measured: exact
+    assert all(read == asked for asked, read in bumps), bumps
     resets = [o for o in nemesis_ops(history, "ok") if o["f"] == "clock-reset"]
     assert resets and all(v == 0.0 for v in resets[-1]["value"].values())
     figure("clock-skew clients", f"client_clock_reads {summary['client_clock_reads']}; offsets read back "
-                                 f"{[o['value'] for o in bumps]}; violations {summary['violations']}")
+                                 f"{[read for _, read in bumps]}; violations {summary['violations']}")

@@ -19,16 +19,19 @@ from kazoo.client import KazooClient
 from harness.cluster import zookeeper
 from harness.cluster.provider import Group
 from harness.core.errors import BadArgument
-from tests.conftest import ROOT, chaos, eventually
+from tests.conftest import ROOT, chaos, eventually, installed
 from tests.integration.clusters import start_cluster
 from tests.integration.workloads.reference_clients import Child, said_at_start
 
 pytestmark = pytest.mark.integration
 
 LAUNCHER = ROOT / "clients/java-curator/bin/java-curator"
-if not LAUNCHER.exists():
-    pytestmark = [pytestmark, pytest.mark.skip(reason=f"{LAUNCHER.relative_to(ROOT)} is not built: "
-                                                      f"run scripts/clients/java-curator.sh")]
+
+
+@pytest.fixture(autouse=True)
+def java_client():
+    """Unbuilt is a failure, as for the Go and Node clients: `make install` builds it."""
+    installed(LAUNCHER.exists(), f"{LAUNCHER.relative_to(ROOT)} (built by scripts/clients/java-curator.sh)")
 
 
 def run(tmp_path, *args):

@@ -304,5 +304,10 @@ def _text(b) -> str:
     return b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
 
 
-def test_the_table_is_big_enough():
-    assert len(ROWS) >= 60
+def test_every_row_of_the_table_runs(request):
+    """One test_bad_input per row of tests/bad_inputs.py in this session, none dropped or
+    deselected (a row never skips: a hostile id it cannot prove refused is a failure). Run
+    this test with the table, not alone."""
+    here = [i for i in request.session.items if i.module is request.module and i.originalname == "test_bad_input"]
+    assert [i.callspec.params["r"].id for i in here] == [r.id for r in ROWS], (
+        f"{len(here)} of the table's {len(ROWS)} rows are in this session (deselected, or this test was run alone)")
