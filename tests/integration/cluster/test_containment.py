@@ -115,7 +115,10 @@ def test_a_client_that_misbehaves_at_the_pipe_level_is_info_with_its_sentence(tm
     log = Path(s["run_dir"], "nodes", "worker-c1.log").read_text()
     assert says in log, log[-1500:]
     assert "stopped by an error" not in log, "the worker must go on with a new client"
-    assert s["valid"] in (True, "unknown")
+    # nothing proven broken but, at most, an acquire the client never answered in time (a request
+    # written before it closed its stdin waits unread until the harness cuts it off: late)
+    broken = {n for n, v in s["checkers"].items() if v is False}
+    assert s["valid"] in (True, "unknown") or broken == {"timeouts"}, s
 
 
 def test_a_run_that_reaches_its_history_cap_stops_there_and_says_so(tmp_path):

@@ -64,7 +64,10 @@ def test_a_client_that_breaks_the_protocol_is_info_and_restarted(tmp_path, mode,
     assert says in log and log.count("ended:") >= 2, log[-1000:]
     if mode == "exit":  # it died untold, every time: a finding (the alive checker), not only ops in doubt
         assert s["valid"] is False and s["checkers"]["alive"] is False and s["client_deaths"] >= 2, s
-    else:  # the harness ended it (a hang, a bad line): alive, and every acquire in doubt
+    elif mode == "hang":  # no answer by its timeout: the harness cut it off, a timeout not honoured
+        assert s["valid"] is False and s["checkers"]["timeouts"] is False and s["acquires_late"] >= 2, s
+        assert s["client_deaths"] == 0 and s["checkers"]["alive"] is True, s
+    else:  # the harness ended it (a bad line): alive, and every acquire in doubt
         assert s["valid"] == "unknown" and s["client_deaths"] == 0, s
 
 
