@@ -161,8 +161,9 @@ def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, juni
         while (s := plan.next_run(scenarios, done, time.monotonic() - t0, budget_s)) is not None:
             k = sum(1 for n, _ in done if n == s.name)
             spec = _spec(base, s, base.seed + k)
-            print(f"[run {len(done) + 1}, {len(runs)} finished; planned at least {len(scenarios)}] {s.name} seed "
-                  f"{spec.seed}: {s.what} ({spec.time_limit:g} s)", file=human, flush=True)
+            of = plan.planned_runs(scenarios, done, time.monotonic() - t0, budget_s)
+            print(f"[run {len(done) + 1} of {of}] {s.name} seed {spec.seed}: {s.what} ({spec.time_limit:g} s)",
+                  file=human, flush=True)
             try:
                 out = run_spec(spec, progress=False)
             except BadArgument as e:  # refused by the cluster it met (a capability it lacks): not tested
@@ -178,8 +179,8 @@ def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, juni
             rows = plan.card(scenarios, runs, refused, fenced=client.fencing)
             fails = [r["title"] for r in rows if r["status"] == plan.FAIL]
             print(f"  {s.name}: {'FOUND something' if hit else 'nothing found'}; findings so far: "
-                  f"{', '.join(fails) if fails else 'none'} ({round(time.monotonic() - t0)} s of "
-                  f"{budget_s:g})", file=human, flush=True)
+                  f"{', '.join(fails) if fails else 'none'} ({round(time.monotonic() - t0)} s of a {budget_s:g} s "
+                  f"budget)", file=human, flush=True)
             if out.interrupted:
                 ended = out.signal or interrupts.ended_by()
                 break

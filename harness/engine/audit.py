@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 PASS, FAIL, NOT_TESTED = "PASS", "FAIL", "NOT TESTED"
-OVERHEAD_S = 10.0  # a run's cost beyond its time limit: servers up and down, workers, checks (2-core host)
+OVERHEAD_S = 3.0  # a run's cost beyond its time limit: servers up and down, workers, checks (valkey:1, 2 cores: ~2 s)
 MIN_TIME_LIMIT_S = 10.0
 SETTLE_S = 7.0  # a fault's run: half a nemesis interval before it, recovery after it, and room for a second
 EVERY = "every"  # Scenario.exercises: each promise is exercised by every run (no two holders, liveness, ...)
@@ -162,6 +162,16 @@ def next_run(scenarios: Sequence[Scenario], done: Sequence[tuple[str, bool]], sp
     if not pool:
         return None
     return min(pool, key=lambda s: (runs[s.name], scenarios.index(s)))
+
+
+def planned_runs(scenarios: Sequence[Scenario], done: Sequence[tuple[str, bool]], spent_s: float, budget_s: float,
+                 cost: Callable[[Scenario], float] = cost_s) -> int:
+    """How many runs the audit will make in all if nothing new is found: the progress line's m."""
+    done, spent = list(done), spent_s
+    while (s := next_run(scenarios, done, spent, budget_s, cost)) is not None:
+        done.append((s.name, False))
+        spent += cost(s)
+    return len(done)
 
 
 def first_pass_s(scenarios: Sequence[Scenario], cost: Callable[[Scenario], float] = cost_s) -> float:

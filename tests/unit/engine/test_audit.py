@@ -171,3 +171,11 @@ def test_nothing_judged_exits_2():
     rows = plan.card(plan.battery(HONEST), [], {"contention": "no"}, fenced=True)
     assert {r["status"] for r in rows} == {plan.NOT_TESTED}
     assert plan.exit_code(rows) == 2
+
+
+def test_the_progress_count_is_the_runs_the_budget_allows_if_nothing_new_is_found():
+    bat = [S("a"), S("b"), S("c")]
+    cost = lambda s: 10.0  # noqa: E731
+    assert plan.planned_runs(bat, [], 0, 0, cost) == 3
+    assert plan.planned_runs(bat, [], 0, 55, cost) == 5
+    assert plan.planned_runs(bat, [("a", True), ("b", False), ("c", False)], 30, 60, cost) == 6
