@@ -156,7 +156,7 @@ def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, juni
         print(f"  NOT TESTED {name}: {why}", file=human)
     runs: list[plan.Run] = []
     done: list[tuple[str, bool]] = []
-    t0, ended = time.monotonic(), None
+    t0, ended, interrupted = time.monotonic(), None, False
     try:
         while (s := plan.next_run(scenarios, done, time.monotonic() - t0, budget_s)) is not None:
             k = sum(1 for n, _ in done if n == s.name)
@@ -182,11 +182,12 @@ def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, juni
                   f"{', '.join(fails) if fails else 'none'} ({round(time.monotonic() - t0)} s of a {budget_s:g} s "
                   f"budget)", file=human, flush=True)
             if out.interrupted:
-                ended = out.signal or interrupts.ended_by()
+                interrupted, ended = True, out.signal or interrupts.ended_by()
                 break
     except KeyboardInterrupt:  # between two runs: nothing is half done
-        ended = interrupts.ended_by()
-    if ended is not None or interrupts.presses():
+        interrupted, ended = True, interrupts.ended_by()
+    interrupted = interrupted or bool(interrupts.presses())
+    if interrupted:
         interrupts.ignore_stops()  # the card is written whatever is pressed next
     rows = plan.card(scenarios, runs, refused, fenced=client.fencing)
     doc = {"client": what, "backend": base.backend, "servers": base.options.get("servers"),
@@ -198,7 +199,6 @@ def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, juni
            "not_tested": refused, "rows": rows, "exit_code": plan.exit_code(rows),
            "runs": [{"scenario": r.scenario, "seed": r.seed, "run_dir": r.run_dir,
                      "valid": (r.doc.get("summary") or {}).get("valid")} for r in runs]}
-    interrupted = ended is not None or bool(interrupts.presses())
     if interrupted:
         doc["interrupted"] = interrupts.how(ended)
     from results.audit import write_card_html

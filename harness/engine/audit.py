@@ -299,7 +299,8 @@ def card(scenarios: Sequence[Scenario], runs: Sequence[Run], refused: dict[str, 
             row["why"] = row["failures"][0]["cause"]
         elif row["runs_judged"]:
             row["status"] = PASS
-            row["why"] = f"kept in {row['runs_judged']} run(s)"
+            row["why"] = f"kept in {row['runs_judged']} run(s)" + (
+                f"; {len(row['notes'])} run(s) had overlaps their fault explains (notes)" if row["notes"] else "")
         else:
             not_run = [f"{s.name}: {refused[s.name]}" for s in mine if s.name in refused]
             ran = {r.scenario for r in runs}

@@ -72,6 +72,9 @@ def audit(tmp_path, monkeypatch, runner, budget_s=0.0, refused=None):
 
     monkeypatch.setattr(harness.engine.runner, "run", runner)
     monkeypatch.setattr(cmd, "time", runner)  # the budget is spent on the runner's clock
+    from harness.core import interrupts
+
+    monkeypatch.setattr(interrupts, "ignore_stops", lambda: None)  # the test session keeps its handlers
     client = plan.Client(ttl_ms=2000, acquire_timeout_s=2.0, fencing=True)
     base = TestSpec(backend="external", options={"command": EXAMPLE, "servers": "valkey:1"}, store=str(tmp_path),
                     seed=7, fencing=True, command="chaos audit").validate()
@@ -144,3 +147,15 @@ def test_nothing_judged_exits_2(tmp_path, monkeypatch):
     unknown = {n: "unknown" for n in GOOD}
     code, card, _ = audit(tmp_path, monkeypatch, FakeRunner(tmp_path, lambda spec: doc(unknown)))
     assert code == 2 and {r["status"] for r in card["rows"]} == {"NOT TESTED"}
+
+
+def test_ctrl_c_between_two_runs_ends_the_audit_with_130_and_the_card(tmp_path, monkeypatch, capsys):
+    class CtrlC(FakeRunner):
+        def __call__(self, spec, progress=True, replay=None):
+            if len(self.specs) == 1:
+                raise KeyboardInterrupt
+            return super().__call__(spec, progress, replay)
+
+    code, card, _ = audit(tmp_path, monkeypatch, CtrlC(tmp_path, lambda spec: doc(GOOD)), budget_s=600)
+    assert code == 130 and len(card["runs"]) == 1 and card["interrupted"] == "Ctrl-C"
+    assert capsys.readouterr().out.splitlines()[-1].endswith("exit code: 130 (interrupted by Ctrl-C)")
