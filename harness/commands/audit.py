@@ -46,7 +46,7 @@ def _spec(base, s: plan.Scenario, seed: int):
 
     spec = replace(base, nemesis=s.nemesis, options={**base.options, **s.options}, clock_jump_s=s.clock_jump_s,
                    hold_until_expiry=s.hold_until_expiry and not base.renew, time_limit=s.time_limit,
-                   recovery=min(3.0, s.time_limit / 4), seed=seed, command=f"{base.command} (scenario {s.name})")
+                   recovery=s.recovery, seed=seed, command=f"{base.command} (scenario {s.name})")
     while spec.nemesis and fit(spec) and spec.time_limit < 600:  # the fault must fit in the fault phase
         spec = replace(spec, time_limit=spec.time_limit + 5)
     return spec

@@ -16,13 +16,13 @@ A promise nobody judged never counts as kept (Jepsen's compose rule).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 PASS, FAIL, NOT_TESTED = "PASS", "FAIL", "NOT TESTED"
 OVERHEAD_S = 3.0  # a run's cost beyond its time limit: servers up and down, workers, checks (valkey:1, 2 cores: ~2 s)
 MIN_TIME_LIMIT_S = 10.0
-SETTLE_S = 7.0  # a fault's run: half a nemesis interval before it, recovery after it, and room for a second
+LEAD_S = 3.5  # before a fault's recovery: the first fault starts half a nemesis interval in, and some slack
 EVERY = "every"  # Scenario.exercises: each promise is exercised by every run (no two holders, liveness, ...)
 
 
@@ -48,6 +48,7 @@ class Scenario:
     clock_jump_s: float | None = None
     hold_until_expiry: bool = False
     time_limit: float = MIN_TIME_LIMIT_S
+    recovery: float = 3.0  # fault-free seconds at the end: longer than the liveness bound, so a stuck lock shows
     exercises: frozenset[str] = frozenset()  # promises besides those every run exercises
 
 
@@ -84,11 +85,17 @@ def battery(c: Client) -> list[Scenario]:
     cut_ms = round(1500 * max(ttl, session))  # a cut longer than the lease (and the session)
     jump = _r(max(2.5 * ttl, 1.5 * session, 2 * timeout))  # a clock jump beyond lease, session and timeout
 
+    # a lock nobody can get is STUCK only once it stays so longer than the liveness checker's bound
+    # (lease + acquire timeout + its margin) with no fault near: the recovery outlasts that bound
+    from harness.checker.liveness import MARGIN_S
+
+    recovery = _r(ttl + timeout + MARGIN_S + 1)
+
     def fault(span_s: float) -> float:
-        return _r(max(MIN_TIME_LIMIT_S, span_s + SETTLE_S))
+        return _r(max(MIN_TIME_LIMIT_S, LEAD_S + span_s + recovery))
 
     out = [
-        Scenario(name="contention", what="contention with no fault"),
+        Scenario(name="contention", what="contention with no fault", time_limit=_r(recovery + 5)),
         Scenario(name="pause-holder", what=f"holder paused {past:g} x TTL ({_r(past * ttl):g} s), past its lease",
                  nemesis=("pause-holder",), options={"pause_multiple": str(past), "held_check": "both"},
                  time_limit=fault(past * ttl), exercises=frozenset({"truthful", "noticed"})),
@@ -135,7 +142,7 @@ def battery(c: Client) -> list[Scenario]:
                      nemesis=("cut-in-flight",), options={"during": "renew", "lose": "reply", "cut_ms": str(cut_ms)},
                      time_limit=fault(cut_ms / 1000), exercises=frozenset({"truthful"})),
         ]
-    return out
+    return [replace(x, recovery=recovery) for x in out]
 
 
 def cost_s(s: Scenario) -> float:

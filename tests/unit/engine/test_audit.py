@@ -179,3 +179,12 @@ def test_the_progress_count_is_the_runs_the_budget_allows_if_nothing_new_is_foun
     assert plan.planned_runs(bat, [], 0, 0, cost) == 3
     assert plan.planned_runs(bat, [], 0, 55, cost) == 5
     assert plan.planned_runs(bat, [("a", True), ("b", False), ("c", False)], 30, 60, cost) == 6
+
+
+def test_each_run_recovers_longer_than_the_liveness_bound_so_a_stuck_lock_shows():
+    from harness.checker.liveness import MARGIN_S
+
+    for c in (HONEST, plan.Client(ttl_ms=500, acquire_timeout_s=1.0), plan.Client(ttl_ms=8000, acquire_timeout_s=10.0)):
+        bound = c.ttl_ms / 1000 + c.acquire_timeout_s + MARGIN_S
+        for s in plan.battery(c):
+            assert s.recovery > bound and s.time_limit > s.recovery + 1, (s.name, s.recovery, s.time_limit)
