@@ -83,12 +83,14 @@ def replay_command(run_dir: str, client_cmd: str | None, store: str) -> str:
               help="the client's acquire timeout, s")
 @click.option("--concurrency", "-c", type=click.IntRange(2, 16), default=3, show_default=True,
               help="client processes per run")
+@click.option("--scenarios", default=None, metavar="NAME,...",
+              help="run only these scenarios of the battery (docs/audit.md); the other promises' rows say so")
 @click.option("--option", "-o", "options", multiple=True, help="option NAME=VALUE for every run (chaos list --options)")
 @click.option("--store", default="store", show_default=True, help="where the runs and store/audit/<timestamp>/ land")
 @click.option("--json", "as_json", is_flag=True, help="print the card as one JSON object on stdout (the rest to stderr)")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None, help="also write one JUnit testcase per promise")
-def audit(backend, client_cmd, servers, renew, budget, seed, ttl_ms, acquire_timeout, concurrency, options, store,
-          as_json, junit):
+def audit(backend, client_cmd, servers, renew, budget, seed, ttl_ms, acquire_timeout, concurrency, scenarios, options,
+          store, as_json, junit):
     """Run a battery of faults scaled to one client's TTL and timeouts; print a card per promise.
 
     Exit 1 on any FAIL, 0 when every tested promise held, 2 when nothing could be judged,
@@ -120,6 +122,12 @@ def audit(backend, client_cmd, servers, renew, budget, seed, ttl_ms, acquire_tim
                     command=shlex.join(["chaos"] + sys.argv[1:])).validate()
     client = _client(backend, opts, ttl_ms, acquire_timeout, renew)
     base = replace(base, fencing=client.fencing)
+    battery = plan.battery(client)
+    only = None if scenarios is None else list(dict.fromkeys(n.strip() for n in scenarios.split(",") if n.strip()))
+    unknown = [n for n in only or () if n not in {s.name for s in battery}]
+    if only is not None and (unknown or not only):
+        raise BadArgument(f"--scenarios: {', '.join(map(repr, unknown)) or 'nothing'} is no scenario of this battery; "
+                          f"choose from: {', '.join(s.name for s in battery)}")
     if client_cmd is not None:
         from harness.core.pathcheck import check_program
 
@@ -128,10 +136,12 @@ def audit(backend, client_cmd, servers, renew, budget, seed, ttl_ms, acquire_tim
     if junit:
         check_writable_file(junit, "--junit")
     scenarios, refused = [], {}
-    for s in plan.battery(client):
+    for s in battery:
+        if only is not None and s.name not in only:
+            continue
         s = replace(s, time_limit=_spec(base, s, seed).time_limit)
         why = _refusal(_spec(base, s, seed))
-        if why and s.name == "contention":  # no fault at all, and still refused: the input is bad
+        if why and not s.nemesis:  # no fault at all, and still refused: the input is bad
             raise BadArgument(why)
         if why:
             refused[s.name] = why

@@ -29,6 +29,8 @@ EXAMPLE = "python3 clients/example-redis/client.py"
     (("--backend", "redlok"), "unknown backend 'redlok'"),
     (("--client", EXAMPLE, "--servers", "valkey:1", "--ttl", "5"), "--ttl 5"),
     (("--client", "/nonexistent/lockclient", "--servers", "valkey:1"), "/nonexistent/lockclient"),
+    (("--client", EXAMPLE, "--servers", "valkey:1", "--scenarios", "kill-holder,nope"), "'nope' is no scenario"),
+    (("--client", EXAMPLE, "--servers", "valkey:1", "--renew", "--scenarios", "lose-renew-rquest"), "lose-renew-request"),
 ])
 def test_bad_input_is_one_sentence_exit_254_and_nothing_started(tmp_path, args, words):
     store = tmp_path / "store"
