@@ -18,7 +18,7 @@ HONEST = f"python3 {ROOT / 'clients/example-redis/client.py'}"
 def audit(tmp_path, client: str, scenarios: str):
     r = chaos("audit", "--client", client, "--servers", "valkey:1", "--budget", "0", "--scenarios", scenarios,
               "--store", str(tmp_path),
-              "--junit", str(tmp_path / "audit.xml"), "--json", timeout=900)
+              "--junit", str(tmp_path.with_suffix(".xml")), "--json", timeout=900)
     assert "Traceback" not in r.stderr and r.stdout.strip(), r.stderr[-3000:]
     card = json.loads(r.stdout.strip().splitlines()[-1])
     return r.returncode, {row["promise"]: row for row in card["rows"]}, card
