@@ -248,8 +248,11 @@ def _cause(row: Promise, s: dict, r: dict) -> str:
     if row.key == "fencing":
         return f"{s.get('stale_writes_accepted') or 0} stale write(s) accepted, {s.get('lost_updates') or 0} lost update(s)"
     if row.key == "liveness":
-        parts = [f"{k} {s[k]}" for k in ("stuck", "starved", "handover_stalls") if s.get(k)]
-        return "the lock " + (", ".join(parts) or "was not live") + f" (bound {s.get('liveness_bound_s')} s)"
+        parts = [f"{w} {s[k]} time(s)" for k, w in (("stuck", "STUCK (free, asked for, not granted)"),
+                                                      ("starved", "left a waiter STARVED"),
+                                                      ("handover_stalls", "STALLED a handover")) if s.get(k)]
+        return "the lock was " + (", ".join(parts) or "not live") + \
+            f" for longer than its bound ({s.get('liveness_bound_s')} s: lease + acquire timeout + margin)"
     if row.key == "fresh":
         return f"granted an expired lease {s.get('expired_grants') or 0} time(s), one longer than the TTL " \
                f"{s.get('overlong_grants') or 0} time(s)"
@@ -313,7 +316,7 @@ def card(scenarios: Sequence[Scenario], runs: Sequence[Run], refused: dict[str, 
             ran = {r.scenario for r in runs}
             missing = [s.name for s in mine if s.name not in refused and s.name not in ran]
             row["why"] = "; ".join(dict.fromkeys(reasons)) or "; ".join(not_run) or \
-                (f"its scenarios did not run ({', '.join(missing)})" if missing else "no scenario exercised it")
+                (f"its scenarios did not run ({', '.join(missing)})" if missing else "no scenario that exercises it was run")
     return rows
 
 

@@ -132,7 +132,7 @@ def test_a_finding_fails_its_row_with_run_dir_cause_and_replay():
     f = r["outlived"]["failures"][0]
     assert r["outlived"]["status"] == plan.FAIL and f["run_dir"] == "/s/kill-holder/1"
     assert f["cause"] == "process c2 died holding 'k'; its lock lived on 8 s" and f["replay"].startswith("chaos run --replay")
-    assert r["liveness"]["status"] == plan.FAIL and "stuck 1" in r["liveness"]["why"]
+    assert r["liveness"]["status"] == plan.FAIL and "STUCK (free, asked for, not granted) 1 time(s)" in r["liveness"]["why"]
     assert r["mutex"]["status"] == plan.PASS
     assert plan.exit_code(rows) == 1
     assert plan.found(bad, True) and not plan.found(runs[0].doc, True)
