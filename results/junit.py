@@ -1,6 +1,7 @@
 """JUnit XML for CI: one <testcase> per verdict, so a pipeline shows what a run found.
 
-A case is {"name", "classname", "valid", "message", "time_s"}. `valid` is read by
+A case is {"name", "classname", "valid", "message", "time_s"}, and optionally "skipped": the
+reason it was not tested (a <skipped>, neither a pass nor a failure; `chaos audit`'s NOT TESTED). `valid` is read by
 parse_valid (harness/core/contracts/checker.py): true passes; false becomes a <failure> (a violation
 was found); "unknown", and anything that is not a verdict ("False", "maybe", "", 1, None),
 becomes an <error>, because what could not be decided has not passed (a verdict is never
@@ -37,19 +38,22 @@ def _seconds(v: Any) -> str:
 def write_junit(path: str | os.PathLike, cases: Sequence[dict], *, suite: str = "chaoslock") -> Path:
     """Write `cases` as a JUnit XML file (<testsuites><testsuite>...); return its path."""
     read = [parse_valid(c.get("valid")) for c in cases]
-    failures = sum(1 for v in read if v is False)
-    errors = sum(1 for v in read if not isinstance(v, bool))
+    skips = [c.get("skipped") is not None for c in cases]
+    failures = sum(1 for v, skip in zip(read, skips) if v is False and not skip)
+    errors = sum(1 for v, skip in zip(read, skips) if not isinstance(v, bool) and not skip)
     total = sum(float(_seconds(c.get("time_s"))) for c in cases)
     root = ET.Element("testsuites", name=_clean(suite), tests=str(len(cases)), failures=str(failures),
                       errors=str(errors), time=f"{total:.3f}")
     ts = ET.SubElement(root, "testsuite", name=_clean(suite), tests=str(len(cases)), failures=str(failures),
-                       errors=str(errors), skipped="0", time=f"{total:.3f}")
-    for c, valid in zip(cases, read):
+                       errors=str(errors), skipped=str(sum(skips)), time=f"{total:.3f}")
+    for c, valid, skip in zip(cases, read, skips):
         tc = ET.SubElement(ts, "testcase", name=_clean(c.get("name", "")), classname=_clean(c.get("classname", suite)),
                            time=_seconds(c.get("time_s")))
         message = _clean(c.get("message") or "")
         first_line = message.splitlines()[0] if message else ""
-        if valid is False:
+        if skip:
+            ET.SubElement(tc, "skipped", message=_clean(c["skipped"])[:500])
+        elif valid is False:
             el = ET.SubElement(tc, "failure", message=first_line[:500] or "invalid", type="invalid")
             el.text = message
         elif valid is not True:

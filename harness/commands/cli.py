@@ -178,6 +178,7 @@ LAZY = {
     "compare": "harness.commands.compare:compare",
     "shrink": "harness.commands.shrink:shrink",
     "check": "harness.commands.check:check",
+    "audit": "harness.commands.audit:audit",
 }
 
 

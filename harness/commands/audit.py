@@ -1,0 +1,261 @@
+"""`chaos audit`: search for the bug in one lock client, and a report card of every promise.
+
+It learns the client's numbers (its TTL, acquire timeout and, for a session design, its
+session), plans the battery (harness/engine/audit.py: one fault kind per scenario, scaled to
+those numbers), refuses up front what this provider or client cannot run (each such scenario
+is NOT TESTED, with the refusal's own sentence), then runs the scenarios through the same
+`runner.run` as `chaos run`, every one once and the budget's rest on those that found
+something. The card (terminal, audit.json and audit.html in store/audit/<timestamp>/, JUnit)
+has one row per promise. Exit 1 on any FAIL, 0 when every tested row passed, 2 when nothing
+could be judged, 254 on bad input (nothing started), 130 or 143 when Ctrl-C or SIGTERM ended
+it: the run in hand is torn down and the card covers the runs that finished.
+Not built yet: the shrunk schedule of each FAIL, and `chaos serve` listing audits.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import click
+
+from harness.commands.cliargs import Seconds, check_writable_dir, check_writable_file
+from harness.core.errors import BadArgument
+from harness.engine import audit as plan
+
+DEFAULT_BUDGET_MIN = 10.0
+
+
+def _client(backend: str, options: dict, ttl_ms: int, timeout_s: float, renew: bool) -> plan.Client:
+    from harness.core import plugins
+    from harness.core.options import values
+
+    cls = plugins.backend_class(backend)
+    declared = values(options, getattr(cls, "OPTIONS", ()) or ())
+    session = declared.get("session_timeout_ms")
+    return plan.Client(ttl_ms=ttl_ms, acquire_timeout_s=timeout_s, session_s=session / 1000 if session else None,
+                       renew=renew, fencing=bool(getattr(cls, "has_fencing", False)))
+
+
+def _spec(base, s: plan.Scenario, seed: int):
+    from harness.core.refusals import fit
+
+    spec = replace(base, nemesis=s.nemesis, options={**base.options, **s.options}, clock_jump_s=s.clock_jump_s,
+                   hold_until_expiry=s.hold_until_expiry and not base.renew, time_limit=s.time_limit,
+                   recovery=s.recovery, seed=seed, command=f"{base.command} (scenario {s.name})")
+    while spec.nemesis and fit(spec) and spec.time_limit < 600:  # the fault must fit in the fault phase
+        spec = replace(spec, time_limit=spec.time_limit + 5)
+    return spec
+
+
+def _refusal(spec) -> str | None:
+    """The sentence this scenario is refused with, before any server starts (None: it can run)."""
+    from harness.engine.runner import refuse_early
+
+    try:
+        refuse_early(spec.validate())
+    except BadArgument as e:
+        return str(e)
+    return None
+
+
+def replay_command(run_dir: str, client_cmd: str | None, store: str) -> str:
+    """The command that runs a finding again with its recorded faults (docs/reproduce.md)."""
+    words = ["chaos", "run", "--replay", run_dir] + (["--client", client_cmd] if client_cmd else []) + ["--store", store]
+    return shlex.join(words)
+
+
+@click.command()
+@click.option("--backend", "-b", default=None, help="a built-in lock design (chaos list)")
+@click.option("--client", "client_cmd", default=None, metavar="CMD",
+              help="your own lock client: a command speaking the client protocol (docs/client-protocol.md)")
+@click.option("--servers", default=None, metavar="KIND:N", help="with --client: the lock service, e.g. valkey:1")
+@click.option("--renew", is_flag=True, help="holders renew every TTL/3; adds the faults that bite after k renews")
+@click.option("--budget", type=Seconds(0, 24 * 60), default=DEFAULT_BUDGET_MIN, show_default=True, metavar="MIN",
+              help="minutes to spend; every scenario runs once even past it, the rest goes to those that found something")
+@click.option("--seed", type=int, default=1, show_default=True, help="first seed; a scenario's k-th run uses seed+k")
+@click.option("--ttl", "ttl_ms", type=int, default=2000, show_default=True, help="the client's lock TTL in ms")
+@click.option("--acquire-timeout", type=Seconds(0, 600, open_lo=True), default=2.0, show_default=True,
+              help="the client's acquire timeout, s")
+@click.option("--concurrency", "-c", type=click.IntRange(2, 16), default=3, show_default=True,
+              help="client processes per run")
+@click.option("--scenarios", default=None, metavar="NAME,...",
+              help="run only these scenarios of the battery (docs/audit.md); the other promises' rows say so")
+@click.option("--option", "-o", "options", multiple=True, help="option NAME=VALUE for every run (chaos list --options)")
+@click.option("--store", default="store", show_default=True, help="where the runs and store/audit/<timestamp>/ land")
+@click.option("--json", "as_json", is_flag=True, help="print the card as one JSON object on stdout (the rest to stderr)")
+@click.option("--junit", type=click.Path(dir_okay=False), default=None, help="also write one JUnit testcase per promise")
+def audit(backend, client_cmd, servers, renew, budget, seed, ttl_ms, acquire_timeout, concurrency, scenarios, options,
+          store, as_json, junit):
+    """Run a battery of faults scaled to one client's TTL and timeouts; print a card per promise.
+
+    Exit 1 on any FAIL, 0 when every tested promise held, 2 when nothing could be judged,
+    254 on bad input, 130/143 when interrupted (the card covers the finished runs).
+    """
+    from harness.commands.cli import parse_options
+    from harness.core.spec import TestSpec
+
+    opts = parse_options(options)
+    if client_cmd is not None:
+        if backend not in (None, "external"):
+            raise BadArgument(f"--client audits your own client; drop --backend {backend} (or drop --client)")
+        if not servers:
+            raise BadArgument("--client needs --servers KIND:N, the lock service it talks to (e.g. valkey:1)")
+        if not client_cmd.strip():
+            raise BadArgument("--client needs the client's command: chaos audit --client 'CMD ARGS' --servers KIND:N")
+        backend, opts["command"], opts["servers"] = "external", client_cmd, servers
+    elif servers is not None:
+        raise BadArgument("--servers goes with --client; a built-in backend declares its own servers")
+    elif backend is None:
+        raise BadArgument("name what to audit: --client 'CMD' --servers KIND:N, or --backend NAME (chaos list)")
+    given = sorted(set(opts) & {"pause_multiple", "cut_ms", "lose", "during", "clock_target", "clock_mode", "delay_ms"})
+    if given:
+        raise BadArgument(f"-o {given[0]} is the audit's to set per scenario; drop it (chaos run tries one setting)")
+    if not 100 <= ttl_ms <= 600_000:
+        raise BadArgument(f"--ttl {ttl_ms} must be 100..600000 ms")
+    base = TestSpec(backend=backend, ttl_ms=ttl_ms, acquire_timeout=acquire_timeout, concurrency=concurrency,
+                    renew=renew, options=opts, store=store, seed=seed,
+                    command=shlex.join(["chaos"] + sys.argv[1:])).validate()
+    client = _client(backend, opts, ttl_ms, acquire_timeout, renew)
+    base = replace(base, fencing=client.fencing)
+    battery = plan.battery(client)
+    only = None if scenarios is None else list(dict.fromkeys(n.strip() for n in scenarios.split(",") if n.strip()))
+    unknown = [n for n in only or () if n not in {s.name for s in battery}]
+    if only is not None and (unknown or not only):
+        raise BadArgument(f"--scenarios: {', '.join(map(repr, unknown)) or 'nothing'} is no scenario of this battery; "
+                          f"choose from: {', '.join(s.name for s in battery)}")
+    if client_cmd is not None:
+        from harness.core.pathcheck import check_program
+
+        check_program(client_cmd, "--client")
+    check_writable_dir(store, "--store")
+    if junit:
+        check_writable_file(junit, "--junit")
+    scenarios, refused = [], {}
+    for s in battery:
+        if only is not None and s.name not in only:
+            continue
+        s = replace(s, time_limit=_spec(base, s, seed).time_limit)
+        why = _refusal(_spec(base, s, seed))
+        if why and not s.nemesis:  # no fault at all, and still refused: the input is bad
+            raise BadArgument(why)
+        if why:
+            refused[s.name] = why
+        else:
+            scenarios.append(s)
+    return _audit(base, client, scenarios, refused, budget * 60, client_cmd, as_json, junit)
+
+
+def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, junit) -> int:
+    from harness.core import interrupts
+    from harness.engine.runner import run as run_spec
+    from results.store import stamped_dir
+
+    human = sys.stderr if as_json else sys.stdout
+    adir = stamped_dir(Path(base.store) / "audit")
+    what = client_cmd or base.backend
+    print(f"chaos audit {what}: TTL {client.ttl_ms} ms, acquire timeout {client.acquire_timeout_s:g} s"
+          + (f", session {client.session_s:g} s" if client.session_s else "")
+          + f"; {len(scenarios)} scenarios (one pass about {plan.first_pass_s(scenarios) / 60:.1f} min), "
+            f"budget {budget_s / 60:g} min; into {adir}", file=human)
+    for name, why in refused.items():
+        print(f"  NOT TESTED {name}: {why}", file=human)
+    runs: list[plan.Run] = []
+    done: list[tuple[str, bool]] = []
+    t0, ended, interrupted = time.monotonic(), None, False
+    try:
+        while (s := plan.next_run(scenarios, done, time.monotonic() - t0, budget_s)) is not None:
+            k = sum(1 for n, _ in done if n == s.name)
+            spec = _spec(base, s, base.seed + k)
+            of = plan.planned_runs(scenarios, done, time.monotonic() - t0, budget_s)
+            print(f"[run {len(done) + 1} of {of}] {s.name} seed {spec.seed}: {s.what} ({spec.time_limit:g} s)",
+                  file=human, flush=True)
+            try:
+                out = run_spec(spec, progress=False)
+            except BadArgument as e:  # refused by the cluster it met (a capability it lacks): not tested
+                refused[s.name] = str(e)
+                scenarios = [x for x in scenarios if x.name != s.name]
+                print(f"  NOT TESTED {s.name}: {e}", file=human)
+                continue
+            run = plan.Run(scenario=s.name, seed=spec.seed, run_dir=str(out.run_dir), doc=out.results,
+                           replay=replay_command(str(out.run_dir), client_cmd, base.store))
+            runs.append(run)
+            hit = plan.found(out.results, client.fencing)
+            done.append((s.name, hit))
+            rows = plan.card(scenarios, runs, refused, fenced=client.fencing)
+            fails = [r["title"] for r in rows if r["status"] == plan.FAIL]
+            print(f"  {s.name}: {'FOUND something' if hit else 'nothing found'}; findings so far: "
+                  f"{', '.join(fails) if fails else 'none'} ({round(time.monotonic() - t0)} s of a {budget_s:g} s "
+                  f"budget)", file=human, flush=True)
+            if out.interrupted:
+                interrupted, ended = True, out.signal or interrupts.ended_by()
+                break
+    except KeyboardInterrupt:  # between two runs: nothing is half done
+        interrupted, ended = True, interrupts.ended_by()
+    interrupted = interrupted or bool(interrupts.presses())
+    if interrupted:
+        interrupts.ignore_stops()  # the card is written whatever is pressed next
+    rows = plan.card(scenarios, runs, refused, fenced=client.fencing)
+    doc = {"client": what, "backend": base.backend, "servers": base.options.get("servers"),
+           "ttl_ms": client.ttl_ms, "acquire_timeout_s": client.acquire_timeout_s, "session_s": client.session_s,
+           "renew": client.renew, "fenced": client.fencing, "budget_s": budget_s,
+           "wall_s": round(time.monotonic() - t0, 1), "command": base.command,
+           "scenarios": [{"name": s.name, "what": s.what, "nemesis": list(s.nemesis), "options": s.options,
+                          "runs": sum(1 for r in runs if r.scenario == s.name)} for s in scenarios],
+           "not_tested": refused, "rows": rows, "exit_code": plan.exit_code(rows),
+           "runs": [{"scenario": r.scenario, "seed": r.seed, "run_dir": r.run_dir,
+                     "valid": (r.doc.get("summary") or {}).get("valid")} for r in runs]}
+    if interrupted:
+        doc["interrupted"] = interrupts.how(ended)
+    from results.audit import write_card_html
+    from results.store import write_json
+
+    write_json(adir / "audit.json", doc)
+    write_card_html(adir / "audit.html", doc)
+    if junit:
+        from results.junit import write_junit
+
+        write_junit(junit, junit_cases(rows, what), suite="chaos audit")
+    print(card_text(rows), file=human)
+    print(f"card: {adir / 'audit.json'} and {adir / 'audit.html'}", file=human)
+    if as_json:
+        print(json.dumps(doc, default=str))
+    if interrupted:
+        print(f"chaos audit: INTERRUPTED by {interrupts.how(ended)} after {len(runs)} finished run(s); the card "
+              f"covers only those; {interrupts.exit_line(ended)}", file=human)
+        return interrupts.exit_code(ended)
+    print(f"exit code: {doc['exit_code']}", file=human)
+    return doc["exit_code"]
+
+
+def card_text(rows: list[dict]) -> str:
+    """The card as the terminal shows it: one line per promise, then each FAIL's runs."""
+    width = max(len(r["title"]) for r in rows)
+    lines = [f"{'promise':{width}}  {'verdict':10}  why"]
+    for r in rows:
+        lines.append(f"{r['title']:{width}}  {r['status']:10}  {r['why']}")
+    for r in rows:
+        for f in r["failures"][:3]:
+            lines.append(f"FAIL {r['title']}: {f['scenario']} seed {f['seed']}: {f['cause']}")
+            lines.append(f"  run dir: {f['run_dir']}")
+            lines.append(f"  replay:  {f['replay']}")
+        if len(r["failures"]) > 3:
+            lines.append(f"  ... and {len(r['failures']) - 3} more run(s) (audit.json)")
+    return "\n".join(lines)
+
+
+def junit_cases(rows: list[dict], what: str) -> list[dict]:
+    """One testcase per promise: PASS passes, FAIL fails, NOT TESTED is skipped with its reason."""
+    out = []
+    for r in rows:
+        msg = r["why"] + "".join(f"\n{f['scenario']} seed {f['seed']}: {f['cause']}\n  run dir: {f['run_dir']}\n"
+                                 f"  replay: {f['replay']}" for f in r["failures"])
+        case = {"name": r["title"], "classname": f"audit.{what}", "valid": r["status"] != plan.FAIL, "message": msg}
+        if r["status"] == plan.NOT_TESTED:
+            case["skipped"] = r["why"]
+        out.append(case)
+    return out
