@@ -251,12 +251,13 @@ def check_liveness(spec: Any, history: Sequence[Op]) -> CheckResult:
     bands: list[dict] = []
     stuck: list[dict] = []
     by_key: dict[Any, list] = {}
+    asking: dict[Any, _Asking] = {}  # by key: when its acquires kept asking (stuck's and handover's)
     for a in acqs:
         by_key.setdefault(a[0].key, []).append(a)
     longest = 0  # ns: the most a free lock was asked for, outside faults, in one stretch
     for key, mine in by_key.items():
         busy = held.get(key, [])
-        demand = _Asking(_union([(i.time_ns, t) for i, _, t in mine]))
+        demand = asking[key] = _Asking(_union([(i.time_ns, t) for i, _, t in mine]))
         for lo, hi in _subtract(begin, end, busy):
             # A fault explains the stall only while it is in effect (the lease it could hold up
             # after its heal is the bound's): the asking outside faults adds up over the whole
@@ -281,7 +282,7 @@ def check_liveness(spec: Any, history: Sequence[Op]) -> CheckResult:
                               "attempts": len(tried), "ended_by": _ended_by(hi, end, busy, cuts),
                               "acquires": [[_brief(i), _brief(d)] for i, d in tried[:MAX_LISTED]]})
     handover = handover_bound_s(spec)
-    stalls, handovers = _handovers(by_key, held, cuts, end, int(handover * 1e9))
+    stalls, handovers = _handovers(by_key, asking, held, cuts, end, int(handover * 1e9))
     judge_queue = queued(spec)
     starved = _starved(acqs, cuts, bound_ns) if judge_queue else []
     after = [d.time_ns for _, d, _ in acqs if d is not None and d.type == "ok" and last_heal is not None
@@ -309,8 +310,8 @@ def check_liveness(spec: Any, history: Sequence[Op]) -> CheckResult:
         "bands": bands[:MAX_LISTED * 4], "last_heal_ns": last_heal})
 
 
-def _handovers(by_key: dict[Any, list], held: dict[Any, list[tuple[int, int]]], cuts: list[tuple[int, int]],
-               end: int, bound_ns: int) -> tuple[list[dict], tuple[int, int]]:
+def _handovers(by_key: dict[Any, list], asking: dict[Any, _Asking], held: dict[Any, list[tuple[int, int]]],
+               cuts: list[tuple[int, int]], end: int, bound_ns: int) -> tuple[list[dict], tuple[int, int]]:
     """The handovers judged (module doc): (stalls, (how many were judged, the longest in ns)).
     A handover starts where a may-hold span ends with an acquire of the key in flight, and lasts
     until the next span starts (a grant) or the history ends; it is judged when no fault was
@@ -320,7 +321,7 @@ def _handovers(by_key: dict[Any, list], held: dict[Any, list[tuple[int, int]]], 
     judged, longest = 0, 0
     for key, mine in by_key.items():
         busy = held.get(key, [])
-        demand = _Asking(_union([(i.time_ns, t) for i, _, t in mine]))
+        demand = asking[key]
         for n, (_, lo) in enumerate(busy):
             hi = busy[n + 1][0] if n + 1 < len(busy) else end
             waiting = [(i, d) for i, d, t in mine if i.time_ns <= lo < t]

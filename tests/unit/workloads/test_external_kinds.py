@@ -6,6 +6,7 @@ import sys
 import pytest
 
 from harness.core.errors import BadArgument
+from tests.unit.workloads.scripted import scripted_client
 from workloads.external import ExternalClient
 
 # A protocol client that grants every acquire, its value saying what the request carried,
@@ -26,12 +27,8 @@ for line in sys.stdin:
 
 @pytest.fixture
 def client(tmp_path):
-    script = tmp_path / "kinds_client.py"
-    script.write_text(CLIENT)
-    c = ExternalClient({"command": f"{sys.executable} {script}", "servers": "valkey:1"})
-    c.open([])
-    yield c
-    c.close()
+    with scripted_client(tmp_path, CLIENT, "kinds_client.py") as c:
+        yield c
 
 
 def test_the_mode_reaches_the_client_and_the_mutex_sends_none(client):

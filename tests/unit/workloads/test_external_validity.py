@@ -3,15 +3,13 @@
 records `valid_until_ns` null for that grant (it recorded reply + TTL, and fresh-leases passed the
 invented number), so fresh-leases is unknown for it."""
 
-import sys
-
 import pytest
 
 from harness.checker.leases import check_fresh_leases
 from harness.core.contracts.client import recorded_validity
 from harness.core.history import Op
 from harness.core.spec import TestSpec
-from workloads.external import ExternalClient
+from tests.unit.workloads.scripted import scripted_client
 
 # grants every acquire and renew; with "silent" in the key, says nothing of its validity
 CLIENT = '''
@@ -31,12 +29,8 @@ for line in sys.stdin:
 
 @pytest.fixture
 def client(tmp_path):
-    script = tmp_path / "validity_client.py"
-    script.write_text(CLIENT)
-    c = ExternalClient({"command": f"{sys.executable} {script}", "servers": "valkey:1"})
-    c.open([])
-    yield c
-    c.close()
+    with scripted_client(tmp_path, CLIENT, "validity_client.py") as c:
+        yield c
 
 
 def test_a_grant_without_valid_ms_records_no_validity(client):
