@@ -74,6 +74,8 @@ def replay_command(run_dir: str, client_cmd: str | None, store: str) -> str:
 @click.option("--client", "client_cmd", default=None, metavar="CMD",
               help="your own lock client: a command speaking the client protocol (docs/client-protocol.md)")
 @click.option("--servers", default=None, metavar="KIND:N", help="with --client: the lock service, e.g. valkey:1")
+@click.option("--lock", "lock", default="mutex", show_default=True, metavar="mutex|rw|semaphore:N",
+              help="the lock kind to audit: a read-write lock's or a semaphore's exclusion is judged as such")
 @click.option("--renew", is_flag=True, help="holders renew every TTL/3; adds the faults that bite after k renews")
 @click.option("--budget", type=Seconds(0, 24 * 60), default=DEFAULT_BUDGET_MIN, show_default=True, metavar="MIN",
               help="minutes to spend; every scenario runs once even past it, the rest goes to those that found something")
@@ -89,7 +91,7 @@ def replay_command(run_dir: str, client_cmd: str | None, store: str) -> str:
 @click.option("--store", default="store", show_default=True, help="where the runs and store/audit/<timestamp>/ land")
 @click.option("--json", "as_json", is_flag=True, help="print the card as one JSON object on stdout (the rest to stderr)")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None, help="also write one JUnit testcase per promise")
-def audit(backend, client_cmd, servers, renew, budget, seed, ttl_ms, acquire_timeout, concurrency, scenarios, options,
+def audit(backend, client_cmd, servers, lock, renew, budget, seed, ttl_ms, acquire_timeout, concurrency, scenarios, options,
           store, as_json, junit):
     """Run a battery of faults scaled to one client's TTL and timeouts; print a card per promise.
 
@@ -118,7 +120,7 @@ def audit(backend, client_cmd, servers, renew, budget, seed, ttl_ms, acquire_tim
     if not 100 <= ttl_ms <= 600_000:
         raise BadArgument(f"--ttl {ttl_ms} must be 100..600000 ms")
     base = TestSpec(backend=backend, ttl_ms=ttl_ms, acquire_timeout=acquire_timeout, concurrency=concurrency,
-                    renew=renew, options=opts, store=store, seed=seed,
+                    renew=renew, lock=lock, options=opts, store=store, seed=seed,
                     command=shlex.join(["chaos"] + sys.argv[1:])).validate()
     client = _client(backend, opts, ttl_ms, acquire_timeout, renew)
     base = replace(base, fencing=client.fencing)
@@ -186,7 +188,7 @@ def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, juni
             runs.append(run)
             hit = plan.found(out.results, client.fencing)
             done.append((s.name, hit))
-            rows = plan.card(scenarios, runs, refused, fenced=client.fencing)
+            rows = plan.card(scenarios, runs, refused, fenced=client.fencing, lock=str(base.lock))
             fails = [r["title"] for r in rows if r["status"] == plan.FAIL]
             print(f"  {s.name}: {'FOUND something' if hit else 'nothing found'}; findings so far: "
                   f"{', '.join(fails) if fails else 'none'} ({round(time.monotonic() - t0)} s of a {budget_s:g} s "
@@ -199,10 +201,10 @@ def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, juni
     interrupted = interrupted or bool(interrupts.presses())
     if interrupted:
         interrupts.ignore_stops()  # the card is written whatever is pressed next
-    rows = plan.card(scenarios, runs, refused, fenced=client.fencing)
+    rows = plan.card(scenarios, runs, refused, fenced=client.fencing, lock=str(base.lock))
     doc = {"client": what, "backend": base.backend, "servers": base.options.get("servers"),
            "ttl_ms": client.ttl_ms, "acquire_timeout_s": client.acquire_timeout_s, "session_s": client.session_s,
-           "renew": client.renew, "fenced": client.fencing, "budget_s": budget_s,
+           "renew": client.renew, "lock": str(base.lock), "fenced": client.fencing, "budget_s": budget_s,
            "wall_s": round(time.monotonic() - t0, 1), "command": base.command,
            "scenarios": [{"name": s.name, "what": s.what, "nemesis": list(s.nemesis), "options": s.options,
                           "runs": sum(1 for r in runs if r.scenario == s.name)} for s in scenarios],

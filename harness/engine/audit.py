@@ -277,12 +277,23 @@ def found(doc: dict, fenced: bool) -> bool:
     return any(_verdict(p, doc)[0] is False for p in PROMISES if fenced or p.key != "fencing")
 
 
-def card(scenarios: Sequence[Scenario], runs: Sequence[Run], refused: dict[str, str], *, fenced: bool) -> list[dict]:
+def exclusion_title(lock: str = "mutex") -> str:
+    """The first row's promise for a lock kind (`--lock`): what "no two holders" means for it."""
+    if lock == "rw":
+        return "no writer beside another holder"
+    if lock.startswith("semaphore:"):
+        return f"at most {lock.split(':', 1)[1]} holders"
+    return "no two holders"
+
+
+def card(scenarios: Sequence[Scenario], runs: Sequence[Run], refused: dict[str, str], *, fenced: bool,
+         lock: str = "mutex") -> list[dict]:
     """One row per promise, from the finished runs and the scenarios refused up front."""
     by_name = {s.name: s for s in scenarios}
     rows = []
     for p in PROMISES:
-        row: dict[str, Any] = {"promise": p.key, "title": p.title, "status": NOT_TESTED, "why": "",
+        title = exclusion_title(lock) if p.key == "mutex" else p.title
+        row: dict[str, Any] = {"promise": p.key, "title": title, "status": NOT_TESTED, "why": "",
                                "runs_judged": 0, "failures": [], "notes": []}
         rows.append(row)
         if p.key == "fencing" and not fenced:

@@ -188,3 +188,11 @@ def test_each_run_recovers_longer_than_the_liveness_bound_so_a_stuck_lock_shows(
         bound = c.ttl_ms / 1000 + c.acquire_timeout_s + MARGIN_S
         for s in plan.battery(c):
             assert s.recovery > bound and s.time_limit > s.recovery + 1, (s.name, s.recovery, s.time_limit)
+
+
+def test_the_exclusion_row_names_what_the_lock_kind_promises():
+    runs = [run("contention", doc(checkers=ALL_TRUE))]
+    for lock, title in (("mutex", "no two holders"), ("rw", "no writer beside another holder"),
+                        ("semaphore:2", "at most 2 holders")):
+        r = rows_of(plan.card(plan.battery(HONEST), runs, {}, fenced=True, lock=lock))
+        assert r["mutex"]["title"] == title and r["mutex"]["status"] == plan.PASS
