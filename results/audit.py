@@ -1,7 +1,7 @@
 """audit.html: `chaos audit`'s report card as one self-contained page; it only reads audit.json's doc.
 
 One row per promise (PASS, FAIL, NOT TESTED with why), each FAIL's runs with their cause, a
-link to the run's report and the replay command, then the scenarios run and those refused.
+link to the run's report and the replay command, its shrunk schedule and rate, then the scenarios run and those refused.
 Every value is escaped; the page fetches nothing (the same Content-Security-Policy as a run's
 report). The file replaces its name, never writing through a link (harness/core/safefile.py).
 """
@@ -42,6 +42,13 @@ def write_card_html(path: Path, doc: dict) -> None:
             link = os.path.relpath(report, path.parent) if report.is_absolute() == path.is_absolute() else str(report)
             out.append(f"<br><b>{e(str(f.get('scenario')))} seed {e(str(f.get('seed')))}</b>: {e(str(f.get('cause')))} "
                        f"(<a href='{e(link)}'>report</a>)<br><code>{e(str(f.get('replay')))}</code>")
+            sh = f.get("shrunk") if isinstance(f.get("shrunk"), dict) else {}
+            if sh.get("error"):
+                out.append(f"<br><span class='note'>not shrunk: {e(str(sh['error']))}</span>")
+            elif sh:
+                out.append(f"<br>shrunk to <b>{e(str(sh.get('schedule')))}</b> ({e(str(sh.get('faults')))} of "
+                           f"{e(str(sh.get('of_faults')))} fault(s), {e(str(sh.get('time_limit')))} s): "
+                           f"{e(str(sh.get('rate')))}<br><code>{e(str(sh.get('replay')))}</code>")
         for n in (r.get("notes") or [])[:5]:
             out.append(f"<br><span class='note'>{e(str(n))}</span>")
         out.append("</td></tr>")

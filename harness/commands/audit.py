@@ -9,17 +9,20 @@ something. The card (terminal, audit.json and audit.html in store/audit/<timesta
 has one row per promise. Exit 1 on any FAIL, 0 when every tested row passed, 2 when nothing
 could be judged, 254 on bad input (nothing started), 130 or 143 when Ctrl-C or SIGTERM ended
 it: the run in hand is torn down and the card covers the runs that finished.
-Not built yet: the shrunk schedule of each FAIL, and `chaos serve` listing audits.
+Each FAIL's first run is then shrunk (`chaos shrink`'s search, `--shrink MIN` each): the
+smallest schedule whose replays still fail that row, its reproduce rate and replay command.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
+import signal
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -28,6 +31,8 @@ from harness.core.errors import BadArgument
 from harness.engine import audit as plan
 
 DEFAULT_BUDGET_MIN = 10.0
+DEFAULT_SHRINK_MIN = 3.0
+SHRINK_TRIALS, SHRINK_RATE = 2, 0.5  # a schedule is kept when one of its two replays fails the row again
 
 
 def _client(backend: str, options: dict, ttl_ms: int, timeout_s: float, renew: bool) -> plan.Client:
@@ -79,6 +84,9 @@ def replay_command(run_dir: str, client_cmd: str | None, store: str) -> str:
 @click.option("--renew", is_flag=True, help="holders renew every TTL/3; adds the faults that bite after k renews")
 @click.option("--budget", type=Seconds(0, 24 * 60), default=DEFAULT_BUDGET_MIN, show_default=True, metavar="MIN",
               help="minutes to spend; every scenario runs once even past it, the rest goes to those that found something")
+@click.option("--shrink", "shrink_min", type=Seconds(0, 24 * 60), default=DEFAULT_SHRINK_MIN, show_default=True,
+              metavar="MIN", help="minutes to shrink each FAIL's first run to its smallest schedule (0: none), "
+                                  "after the budget")
 @click.option("--seed", type=int, default=1, show_default=True, help="first seed; a scenario's k-th run uses seed+k")
 @click.option("--ttl", "ttl_ms", type=int, default=2000, show_default=True, help="the client's lock TTL in ms")
 @click.option("--acquire-timeout", type=Seconds(0, 600, open_lo=True), default=2.0, show_default=True,
@@ -91,7 +99,7 @@ def replay_command(run_dir: str, client_cmd: str | None, store: str) -> str:
 @click.option("--store", default="store", show_default=True, help="where the runs and store/audit/<timestamp>/ land")
 @click.option("--json", "as_json", is_flag=True, help="print the card as one JSON object on stdout (the rest to stderr)")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None, help="also write one JUnit testcase per promise")
-def audit(backend, client_cmd, servers, lock, renew, budget, seed, ttl_ms, acquire_timeout, concurrency, scenarios, options,
+def audit(backend, client_cmd, servers, lock, renew, budget, shrink_min, seed, ttl_ms, acquire_timeout, concurrency, scenarios, options,
           store, as_json, junit):
     """Run a battery of faults scaled to one client's TTL and timeouts; print a card per promise.
 
@@ -149,10 +157,10 @@ def audit(backend, client_cmd, servers, lock, renew, budget, seed, ttl_ms, acqui
             refused[s.name] = why
         else:
             scenarios.append(s)
-    return _audit(base, client, scenarios, refused, budget * 60, client_cmd, as_json, junit)
+    return _audit(base, client, scenarios, refused, budget * 60, client_cmd, as_json, junit, shrink_min * 60)
 
 
-def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, junit) -> int:
+def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, junit, shrink_s=0.0) -> int:
     from harness.core import interrupts
     from harness.engine.runner import run as run_spec
     from results.store import stamped_dir
@@ -199,9 +207,12 @@ def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, juni
     except KeyboardInterrupt:  # between two runs: nothing is half done
         interrupted, ended = True, interrupts.ended_by()
     interrupted = interrupted or bool(interrupts.presses())
+    rows = plan.card(scenarios, runs, refused, fenced=client.fencing, lock=str(base.lock))
+    if not interrupted and shrink_s > 0:
+        ended = _shrink(rows, base, client_cmd, shrink_s, human)
+        interrupted = ended is not None or bool(interrupts.presses())
     if interrupted:
         interrupts.ignore_stops()  # the card is written whatever is pressed next
-    rows = plan.card(scenarios, runs, refused, fenced=client.fencing, lock=str(base.lock))
     doc = {"client": what, "backend": base.backend, "servers": base.options.get("servers"),
            "ttl_ms": client.ttl_ms, "acquire_timeout_s": client.acquire_timeout_s, "session_s": client.session_s,
            "renew": client.renew, "lock": str(base.lock), "fenced": client.fencing, "budget_s": budget_s,
@@ -234,6 +245,46 @@ def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, juni
     return doc["exit_code"]
 
 
+def _shrink(rows: list[dict], base, client_cmd: str | None, budget_s: float, human) -> Any:
+    """Shrink each FAIL row's first run (plan.to_shrink) to the smallest schedule whose replays
+    still fail that row; each failure gains "shrunk" (shared by the rows that failed in the same
+    run). Returns the signal that interrupted a replay, else None."""
+    from harness.commands.shrink import replay_spec, smallest
+    from harness.engine.replay_input import Here
+
+    here = Here(store=base.store, client=client_cmd)
+    done: dict[str, dict] = {}
+    for promise, failure in plan.to_shrink(rows):
+        print(f"shrinking {failure['scenario']} seed {failure['seed']} ({promise}), at most {budget_s / 60:g} min: "
+              f"{failure['run_dir']}", file=human, flush=True)
+        try:
+            spec, schedule = replay_spec(failure["run_dir"], here)
+        except BadArgument as e:  # a run whose faults cannot be replayed: said, not shrunk
+            done[failure["run_dir"]] = {"error": str(e)}
+            print(f"  not shrunk: {e}", file=human)
+            continue
+        got = smallest(failure["run_dir"], here, spec, schedule, lambda doc, p=promise: plan.fails(p, doc),
+                       [f"audit:{promise}"], trials=SHRINK_TRIALS, rate=SHRINK_RATE, budget_s=budget_s, out=human)
+        done[failure["run_dir"]] = {
+            "schedule": got.words, "faults": len(got.best.faults), "of_faults": len(got.start.faults),
+            "time_limit": got.best.time_limit, "reproduced": f"{sum(got.outcomes)} of {len(got.outcomes)}",
+            "rate": got.rate_said + got.ended, "minutes": round(got.minutes, 1), "run_dir": got.final,
+            "replay": replay_command(got.final, client_cmd, base.store)}
+        print(f"  smallest: {got.words}; {got.rate_said}{got.ended}", file=human, flush=True)
+        if got.interrupted:
+            _attach(rows, done)
+            return got.signal or signal.SIGINT
+    _attach(rows, done)
+    return None
+
+
+def _attach(rows: list[dict], done: dict[str, dict]) -> None:
+    for r in rows:
+        for f in r["failures"]:
+            if f["run_dir"] in done:
+                f["shrunk"] = done[f["run_dir"]]
+
+
 def card_text(rows: list[dict]) -> str:
     """The card as the terminal shows it: one line per promise, then each FAIL's runs."""
     width = max(len(r["title"]) for r in rows)
@@ -245,9 +296,23 @@ def card_text(rows: list[dict]) -> str:
             lines.append(f"FAIL {r['title']}: {f['scenario']} seed {f['seed']}: {f['cause']}")
             lines.append(f"  run dir: {f['run_dir']}")
             lines.append(f"  replay:  {f['replay']}")
+            sh = f.get("shrunk") or {}
+            if sh.get("error"):
+                lines.append(f"  not shrunk: {sh['error']}")
+            elif sh:
+                lines.append(f"  shrunk:  {sh['schedule']} ({sh['faults']} of {sh['of_faults']} fault(s), "
+                             f"{sh['time_limit']:g} s); {sh['rate']}")
+                lines.append(f"  replay the smallest: {sh['replay']}")
         if len(r["failures"]) > 3:
             lines.append(f"  ... and {len(r['failures']) - 3} more run(s) (audit.json)")
     return "\n".join(lines)
+
+
+def _shrunk_line(f: dict) -> str:
+    sh = f.get("shrunk") or {}
+    if not sh or sh.get("error"):
+        return ""
+    return f"\n  shrunk: {sh['schedule']}; {sh['rate']}\n  replay the smallest: {sh['replay']}"
 
 
 def junit_cases(rows: list[dict], what: str) -> list[dict]:
@@ -255,7 +320,7 @@ def junit_cases(rows: list[dict], what: str) -> list[dict]:
     out = []
     for r in rows:
         msg = r["why"] + "".join(f"\n{f['scenario']} seed {f['seed']}: {f['cause']}\n  run dir: {f['run_dir']}\n"
-                                 f"  replay: {f['replay']}" for f in r["failures"])
+                                 f"  replay: {f['replay']}" + _shrunk_line(f) for f in r["failures"])
         case = {"name": r["title"], "classname": f"audit.{what}", "valid": r["status"] != plan.FAIL, "message": msg}
         if r["status"] == plan.NOT_TESTED:
             case["skipped"] = r["why"]

@@ -17,6 +17,7 @@ import shlex
 import signal
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -76,14 +77,21 @@ REPLAY_FLAGS = ("replay_dir", "store", "client_cmd", "cluster", "hosts", "ssh_us
 
 
 LIVENESS = ("stuck", "starved")  # the liveness checker's findings (harness/checker/liveness.py), each a count
+# the other promises' findings, each a count in the summary: (summary key, finding)
+PROMISES = (("handover_stalls", "liveness:handover"), ("outlived_holder", "outlived"),
+            ("expired_grants", "fresh:expired"), ("overlong_grants", "fresh:overlong"),
+            ("acquires_late", "timeouts:late"), ("acquires_early", "timeouts:early"),
+            ("held_true_after_lost", "noticed"), ("client_deaths", "client-died"))
 
 
 def findings(summary: dict) -> frozenset[str]:
     """What a run found, as shrinking compares it: each cause of its violations
     ("violation:<cause>"), "stale-write" and "lost-update" when it had any, each kind of
     liveness finding it had ("liveness:stuck", a free lock nobody could get once faults
-    healed; "liveness:starved", a queue's waiter passed over), and "invalid" for an invalid
-    verdict with none of these. Empty: nothing to shrink."""
+    healed; "liveness:starved", a queue's waiter passed over; "liveness:handover", a stalled
+    handover), each other promise it broke (PROMISES: "outlived", "fresh:expired",
+    "timeouts:late", "noticed", "client-died", ...), and "invalid" for an invalid verdict with
+    none of these. Empty: nothing to shrink."""
     out = set()
     if summary.get("valid") is False or summary.get("violations"):
         causes = summary.get("violations_by_cause") or {}
@@ -94,10 +102,11 @@ def findings(summary: dict) -> frozenset[str]:
         out.add("stale-write")
     if summary.get("lost_updates"):
         out.add("lost-update")
-    for kind in LIVENESS:
-        n = summary.get(kind)
+    counts = [(kind, f"liveness:{kind}") for kind in LIVENESS] + list(PROMISES)
+    for key, finding in counts:
+        n = summary.get(key)
         if isinstance(n, int) and not isinstance(n, bool) and n > 0:
-            out.add(f"liveness:{kind}")
+            out.add(finding)
     if summary.get("valid") is False and not out:
         out.add("invalid")
     return frozenset(out)
@@ -127,8 +136,8 @@ def read_summary(run_dir: str | Path) -> dict:
 def _nothing(run_dir: str, summary: dict):
     """Refuse a run without a finding, in one sentence."""
     how = "was valid" if summary.get("valid") is True else "found nothing (its verdict was unknown)"
-    raise BadArgument(f"{run_dir} {how}: no violation, stale write, lost update, stuck lock or starved waiter, "
-                      f"so there is nothing to shrink")
+    raise BadArgument(f"{run_dir} {how}: no violation, stale write, lost update, liveness finding or broken "
+                      f"promise, so there is nothing to shrink")
 
 
 @click.command()
@@ -152,7 +161,6 @@ def shrink(run_dir, trials, rate, budget, store, client_cmd, cluster, hosts, ssh
     from harness.commands.cliargs import check_writable_dir, ssh_settings
     from harness.core import interrupts
     from harness.core.pathcheck import DIR, check_path
-    from harness.engine.shrink import Candidate, Search
 
     # shrink.json is written into RUN_DIR at the end, and the replays into the store: both
     # are checked before the first replay, not found unwritable after an hour of them
@@ -172,10 +180,69 @@ def shrink(run_dir, trials, rate, budget, store, client_cmd, cluster, hosts, ssh
     target = findings(summary)
     if not target:
         _nothing(run_dir, summary)
-    deadline = time.monotonic() + budget * 60
-    started = time.monotonic()
     print(f"chaos shrink {run_dir}: {words(schedule.faults)}; looking for {', '.join(sorted(target))}, "
           f"{trials} trial(s) each, kept at {rate:g}, budget {budget:g} min", flush=True)
+    got = smallest(run_dir, here, spec, schedule, lambda doc: reproduces(target, findings(doc.get("summary") or {})),
+                   sorted(target), trials=trials, rate=rate, budget_s=budget * 60)
+    print(f"smallest: {got.words}, {got.best.time_limit:g} s of workload; {got.rate_said}; "
+          f"{got.candidates} candidates, {got.replays} replays, {got.minutes:.1f} min"
+          f"{got.ended}; replay it: chaos run --replay {got.final}")
+    if got.interrupted:
+        return interrupts.exit_code(got.signal or signal.SIGINT)
+    if not got.reproduced:
+        print(f"chaos shrink: nothing reproduced: {', '.join(sorted(target))} showed in none of the {got.replays} "
+              f"replay(s) of {run_dir}'s schedule or a smaller one"
+              + (" within the budget (give more --budget)" if got.stopped or len(got.outcomes) < trials else "")
+              + "; the finding may need a timing the replay does not give (try --trials, or chaos run --repeat)",
+              file=sys.stderr)
+        return EXIT_UNKNOWN
+    return 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Shrunk:
+    """What a shrink found: the smallest schedule kept, its trials, and the run dir to replay."""
+
+    start: Any  # engine.shrink.Candidate: the run's own schedule
+    best: Any  # the smallest candidate kept (start when nothing smaller was)
+    outcomes: list  # the best's trials (True: it showed the finding again)
+    final: str  # a replay of the best that showed it, else the original run dir
+    candidates: int
+    replays: int
+    minutes: float
+    interrupted: bool
+    stopped: bool  # the budget ran out
+    reproduced: bool  # any replay showed the finding
+    signal: Any = None  # the signal that interrupted a replay
+
+    @property
+    def words(self) -> str:
+        return words(self.best.faults)
+
+    @property
+    def rate_said(self) -> str:
+        if self.outcomes:
+            return f"reproduced in {sum(self.outcomes)} of {len(self.outcomes)}"
+        return "nothing smaller reproduced, and the original schedule was not replayed"
+
+    @property
+    def ended(self) -> str:
+        return " (INTERRUPTED: the best so far)" if self.interrupted else \
+            " (budget spent: the best so far)" if self.stopped else ""
+
+
+def smallest(run_dir: str, here: Here, spec: Any, schedule: Schedule, shows, target: list[str], *, trials: int,
+             rate: float, budget_s: float, out=None) -> Shrunk:
+    """Search for the smallest schedule of run_dir whose replays still show its finding
+    (`shows(results doc)`, one replay per trial); shrink.json is written into run_dir and the
+    reports relinked. A Ctrl-C ends the replay in hand and the search with the best so far
+    (`interrupted`); `out` (stdout by default) gets a progress line per candidate."""
+    from harness.core import interrupts
+    from harness.engine.shrink import Candidate, Search
+
+    out = out or sys.stdout
+    deadline = time.monotonic() + budget_s
+    started = time.monotonic()
     ended_by: list = []  # the signal that ended a replay (SIGINT, SIGTERM)
     replays: dict[str, list[str]] = {}  # candidate (its key) -> its replays' run dirs
 
@@ -188,13 +255,13 @@ def shrink(run_dir, trials, rate, budget, store, client_cmd, cluster, hosts, ssh
             ended_by.append(outcome.signal)
             raise KeyboardInterrupt
         replays.setdefault(c.key(), []).append(str(outcome.run_dir))
-        return reproduces(target, findings(outcome.summary))
+        return bool(shows(getattr(outcome, "results", None) or {"summary": outcome.summary}))
 
     def said(t, s: Search) -> None:
         hits = sum(t.outcomes)
         print(f"  [{len(s.tried)} tried, {s.trials_run} replays, {(time.monotonic() - started) / 60:.1f} min] "
               f"{t.step}: {len(t.candidate.faults)} fault(s), {t.candidate.time_limit:g} s: {hits} of "
-              f"{len(t.outcomes)} {'KEPT' if t.kept else 'no'}; smallest: {words(s.best.faults)}", flush=True)
+              f"{len(t.outcomes)} {'KEPT' if t.kept else 'no'}; smallest: {words(s.best.faults)}", file=out, flush=True)
 
     search = Search(oracle, trials=trials, rate=rate, recovery=spec.recovery,
                     stop=lambda: time.monotonic() > deadline, on_tried=said)
@@ -211,25 +278,12 @@ def shrink(run_dir, trials, rate, budget, store, client_cmd, cluster, hosts, ssh
         interrupted = True
     best = search.best or start
     with interrupts.shielded("writing shrink.json"):
-        final = _write(run_dir, store, target, search, start, best, replays, trials, rate, interrupted)
-    hits = sum(search.best_outcomes)
-    reproduced = hits or any(any(t.outcomes) for t in search.tried)
-    rate_said = f"reproduced in {hits} of {len(search.best_outcomes)}" if search.best_outcomes else \
-        "nothing smaller reproduced, and the original schedule was not replayed"
-    ended = " (INTERRUPTED: the best so far)" if interrupted else " (budget spent: the best so far)" if search.stopped else ""
-    print(f"smallest: {words(best.faults)}, {best.time_limit:g} s of workload; {rate_said}; "
-          f"{len(search.tried)} candidates, {search.trials_run} replays, {(time.monotonic() - started) / 60:.1f} min"
-          f"{ended}; replay it: chaos run --replay {final}")
-    if interrupted:
-        return interrupts.exit_code(next(iter(ended_by), None) or signal.SIGINT)
-    if not reproduced:
-        print(f"chaos shrink: nothing reproduced: {', '.join(sorted(target))} showed in none of the {search.trials_run} "
-              f"replay(s) of {run_dir}'s schedule or a smaller one"
-              + (" within the budget (give more --budget)" if search.stopped or len(search.best_outcomes) < trials else "")
-              + "; the finding may need a timing the replay does not give (try --trials, or chaos run --repeat)",
-              file=sys.stderr)
-        return EXIT_UNKNOWN
-    return 0
+        final = _write(run_dir, here.store, target, search, start, best, replays, trials, rate, interrupted)
+    return Shrunk(start=start, best=best, outcomes=list(search.best_outcomes), final=final,
+                  candidates=len(search.tried), replays=search.trials_run,
+                  minutes=(time.monotonic() - started) / 60, interrupted=interrupted, stopped=search.stopped,
+                  reproduced=bool(sum(search.best_outcomes) or any(any(t.outcomes) for t in search.tried)),
+                  signal=next(iter(ended_by), None))
 
 
 def _write(run_dir, store, target, search, start, best, replays, trials, rate, interrupted) -> str:

@@ -272,6 +272,23 @@ class Run:
     replay: str = ""
 
 
+def fails(promise: str, doc: dict) -> bool:
+    """Whether a run's results.json doc fails the card's row `promise` (a PROMISES key): the
+    shrink of a FAIL keeps a schedule whose replays still fail that row."""
+    return _verdict(next(p for p in PROMISES if p.key == promise), doc)[0] is False
+
+
+def to_shrink(rows: Sequence[dict]) -> list[tuple[str, dict]]:
+    """(promise, failure) to shrink: each FAIL row's first failing run, each run once (a run that
+    fails two rows is shrunk for the first; the second row's failure shares its result)."""
+    out, seen = [], set()
+    for r in rows:
+        if r["status"] == FAIL and r["failures"] and r["failures"][0]["run_dir"] not in seen:
+            seen.add(r["failures"][0]["run_dir"])
+            out.append((r["promise"], r["failures"][0]))
+    return out
+
+
 def found(doc: dict, fenced: bool) -> bool:
     """Whether a run found anything the card fails on (next_run gives such scenarios more seeds)."""
     return any(_verdict(p, doc)[0] is False for p in PROMISES if fenced or p.key != "fencing")

@@ -26,6 +26,18 @@ def test_findings_name_each_kind_of_liveness_finding():
     assert findings({"valid": False, "stuck": True}) == {"invalid"}  # a count, never a flag
 
 
+def test_findings_name_each_other_broken_promise_by_its_count():
+    assert findings({"valid": False, "outlived_holder": 1}) == {"outlived"}
+    assert findings({"valid": False, "expired_grants": 2, "overlong_grants": 0}) == {"fresh:expired"}
+    assert findings({"valid": False, "acquires_late": 1, "acquires_early": 3}) == {"timeouts:late", "timeouts:early"}
+    assert findings({"valid": False, "handover_stalls": 1, "held_true_after_lost": 1, "client_deaths": 1}) == \
+        {"liveness:handover", "noticed", "client-died"}
+    assert findings({"valid": False, "client_deaths": True}) == {"invalid"}  # a count, never a flag
+    # a late acquire does not stand in for a violation, but does for itself
+    assert not reproduces(frozenset({"violation:unexplained", "timeouts:late"}), frozenset({"timeouts:late"}))
+    assert reproduces(frozenset({"timeouts:late"}), frozenset({"timeouts:late", "noticed"}))
+
+
 def test_the_same_liveness_finding_is_the_same_kind():
     stuck = frozenset({"liveness:stuck"})
     assert reproduces(stuck, frozenset({"liveness:stuck", "violation:overran-paused"}))
@@ -134,4 +146,4 @@ def test_chaos_shrink_takes_a_stuck_run_and_keeps_what_sticks(tmp_path, monkeypa
 def test_a_run_without_any_finding_is_still_refused_in_one_sentence(tmp_path, summary):
     r = chaos("shrink", str(run_dir(tmp_path, summary=summary)))
     assert r.returncode == 254 and len(r.stderr.strip().splitlines()) == 1
-    assert "stuck lock or starved waiter, so there is nothing to shrink" in r.stderr
+    assert "liveness finding or broken promise, so there is nothing to shrink" in r.stderr

@@ -196,3 +196,16 @@ def test_the_exclusion_row_names_what_the_lock_kind_promises():
                         ("semaphore:2", "at most 2 holders")):
         r = rows_of(plan.card(plan.battery(HONEST), runs, {}, fenced=True, lock=lock))
         assert r["mutex"]["title"] == title and r["mutex"]["status"] == plan.PASS
+
+
+def test_each_fail_rows_first_run_is_shrunk_once_and_the_replay_must_fail_that_row():
+    bad = doc(checkers={**ALL_TRUE, "outlived": False, "liveness": False}, holder_deaths=1, stuck=1)
+    runs = [run("kill-holder", bad), run("kill-in-acquire", bad)]
+    rows = plan.card(plan.battery(HONEST), runs, {}, fenced=True)
+    picked = plan.to_shrink(rows)
+    # outlived and liveness failed in the same two runs: the first run is shrunk once, for outlived
+    assert [(p, f["run_dir"]) for p, f in picked] == [("outlived", "/s/kill-holder/1")]
+    assert plan.fails("outlived", bad) and not plan.fails("outlived", doc(checkers=ALL_TRUE, holder_deaths=1))
+    assert not plan.fails("mutex", bad)
+    assert plan.to_shrink(plan.card(plan.battery(HONEST), [run("contention", doc(checkers=ALL_TRUE))], {},
+                                    fenced=True)) == []
