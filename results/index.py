@@ -1,4 +1,5 @@
-"""store/index.html: every run in the store, newest first, each linked to its report.
+"""store/index.html: every run in the store, newest first, each linked to its report, and above
+them every `chaos audit` card (store/audit/<timestamp>/), linked to its audit.html.
 
 A run is a directory store/<test>/<timestamp>/ holding results.json. Only the "summary"
 object of each results.json is read, and only from the start of the file (analyse writes it
@@ -80,6 +81,63 @@ def runs(store_dir: Path) -> list[dict]:
     return out
 
 
+AUDIT_DIR, AUDIT_MAX_BYTES = "audit", 4 << 20  # store/audit/<timestamp>/audit.json (chaos audit's card)
+
+
+def audits(store_dir: Path) -> list[dict]:
+    """One row per `chaos audit` card under store_dir/audit/, newest first: its client, the
+    counts of its rows by status, its exit code; an unreadable card is a row that says so
+    (read only inside its dir, never through a link, at most AUDIT_MAX_BYTES)."""
+    top = Path(store_dir) / AUDIT_DIR
+    if not top.is_dir() or top.is_symlink():
+        return []
+    out = []
+    for d in top.iterdir():
+        if not d.is_dir() or d.is_symlink() or not (d / "audit.json").exists():
+            continue
+        t, label = _when(d)
+        doc = None
+        try:
+            with open_inside(d, d / "audit.json") as f:
+                doc = json.loads(f.read(AUDIT_MAX_BYTES + 1)[:AUDIT_MAX_BYTES].decode("utf-8", errors="replace"))
+        except (OSError, ValueError, BadArgument):
+            pass
+        if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
+            doc = None
+        out.append({"run": d.name, "t": t, "when": label, "doc": doc, "html": (d / "audit.html").exists()})
+    out.sort(key=lambda r: (r["t"], r["run"]), reverse=True)
+    return out
+
+
+def _audit_rows(store_dir: Path) -> str:
+    """The audits table, or "" when the store has none."""
+    found = audits(store_dir)
+    if not found:
+        return ""
+    rows = []
+    for a in found:
+        href = esc(f"{AUDIT_DIR}/{quote(a['run'])}/" + ("audit.html" if a["html"] else "audit.json"))
+        doc = a["doc"]
+        if doc is None:
+            rows.append(f"<tr><td>{esc(a['when'])}</td><td colspan='4' class='mute'>audit.json unreadable</td>"
+                        f"<td><a href=\"{href}\">open</a></td></tr>")
+            continue
+        status = [r.get("status") for r in doc["rows"] if isinstance(r, dict)]
+        fails = status.count("FAIL")
+        cls, word = ("invalid", f"{fails} FAIL") if fails else ("valid", "PASS") if "PASS" in status else \
+            ("unknown", "NOTHING JUDGED")
+        if doc.get("interrupted"):
+            word += " · INTERRUPTED"
+        failed = ", ".join(str(r.get("title")) for r in doc["rows"] if isinstance(r, dict) and r.get("status") == "FAIL")
+        rows.append(f"<tr class='{cls}'><td>{esc(a['when'])}</td><td>{esc(str(doc.get('client')))}</td>"
+                    f"<td><span class='badge {cls}'>{esc(word)}</span></td><td class='{'bad' if fails else ''}'>"
+                    f"{esc(failed) or '—'}</td><td>{status.count('PASS')} pass · {status.count('NOT TESTED')} not tested"
+                    f" · {len(doc.get('runs') or [])} runs</td><td><a href=\"{href}\">card</a></td></tr>")
+    return (f"<h2>Audits <span class='mute'>{len(found)}</span></h2><table><thead><tr><th>time</th><th>client</th>"
+            f"<th>card</th><th>failed promises</th><th>rows</th><th></th></tr></thead><tbody>{''.join(rows)}"
+            f"</tbody></table><h2>Runs</h2>")
+
+
 def _lineage(run: Path):
     """The run's shrink links (results/lineage.py), read only when it has a shrink file."""
     from results.lineage import SHRINK, SHRUNK_FROM, lineage
@@ -157,7 +215,7 @@ def render_index(store_dir: Path) -> str:
 <title>chaoslock runs</title><style>{CSS}</style></head><body>
 <h1>chaoslock runs <span class="mute">{len(all_runs)} in {esc(store_dir.name)}/ ·
 {counts['valid']} valid · {counts['invalid']} invalid · {counts['unknown']} unknown</span></h1>
-<table><thead><tr><th>time</th><th>test</th><th>backend</th><th>nemesis</th><th>seed</th><th>verdict</th>
+{_audit_rows(store_dir)}<table><thead><tr><th>time</th><th>test</th><th>backend</th><th>nemesis</th><th>seed</th><th>verdict</th>
 <th>violations</th><th>stale writes accepted</th><th>ops</th><th>duration (s)</th><th></th></tr></thead>
 <tbody>{''.join(rows) or "<tr><td colspan='11' class='mute'>No runs yet: try chaos run.</td></tr>"}</tbody></table>
 <p class="mute">Newest first. Regenerated after every run; <code>chaos serve</code> serves this directory.</p>
@@ -172,7 +230,7 @@ def write_index(store_dir: Path) -> Path:
 
 CSS = """
 body{margin:24px;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;color:#24292f;background:#f4f6f8}
-h1{font-size:20px}.mute{color:#6a737d;font-weight:400;font-size:14px}
+h1{font-size:20px}h2{font-size:16px}.mute{color:#6a737d;font-weight:400;font-size:14px}
 table{border-collapse:collapse;width:100%;background:#fff;border:1px solid #e3e6ea}
 th,td{text-align:left;padding:6px 10px;border-bottom:1px solid #e3e6ea}th{color:#6a737d;font-size:12px}
 tr.invalid td:first-child{border-left:5px solid #d62728}tr.valid td:first-child{border-left:5px solid #1e8e3e}

@@ -229,6 +229,12 @@ def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, juni
 
     write_json(adir / "audit.json", doc)
     write_card_html(adir / "audit.html", doc)
+    try:  # store/index.html lists the audit beside the runs (chaos serve renders it fresh anyway)
+        from results.index import write_index
+
+        write_index(Path(base.store))
+    except OSError as e:
+        print(f"chaos audit: could not refresh {Path(base.store) / 'index.html'}: {e}", file=human)
     if junit:
         from results.junit import write_junit
 
