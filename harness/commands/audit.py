@@ -32,24 +32,39 @@ from harness.engine import audit as plan
 
 DEFAULT_BUDGET_MIN = 10.0
 DEFAULT_SHRINK_MIN = 3.0
+DEFAULT_TTL_MS, DEFAULT_TIMEOUT_S = 2000, 2.0  # when neither a flag nor the client's describe reply gives them
 SHRINK_TRIALS, SHRINK_RATE = 2, 0.5  # a schedule is kept when one of its two replays fails the row again
 
 
-def _client(backend: str, options: dict, ttl_ms: int, timeout_s: float, renew: bool) -> plan.Client:
+def _client(backend: str, options: dict, ttl_ms: int, timeout_s: float, renew: bool,
+            stated: dict | None = None) -> plan.Client:
     from harness.core import plugins
     from harness.core.options import values
 
     cls = plugins.backend_class(backend)
     declared = values(options, getattr(cls, "OPTIONS", ()) or ())
-    session = declared.get("session_timeout_ms")
+    stated = stated or {}
+    session = declared.get("session_timeout_ms") or _ms(options.get("session_timeout_ms")) or stated.get("session_ms")
+    command = _ms(options.get("command_timeout_ms")) or stated.get("command_timeout_ms")
     return plan.Client(ttl_ms=ttl_ms, acquire_timeout_s=timeout_s, session_s=session / 1000 if session else None,
+                       command_timeout_s=command / 1000 if command else None,
                        renew=renew, fencing=bool(getattr(cls, "has_fencing", False)))
+
+
+def _ms(text) -> float | None:
+    """A client's own -o NAME=MS option (a string; its own names are not declared), if a number."""
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        return None
+    return v if 0 < v <= 600_000 else None
 
 
 def _spec(base, s: plan.Scenario, seed: int):
     from harness.core.refusals import fit
 
     spec = replace(base, nemesis=s.nemesis, options={**base.options, **s.options}, clock_jump_s=s.clock_jump_s,
+                   nemesis_interval=s.interval or base.nemesis_interval,
                    hold_until_expiry=s.hold_until_expiry and not base.renew, time_limit=s.time_limit,
                    recovery=s.recovery, seed=seed, command=f"{base.command} (scenario {s.name})")
     while spec.nemesis and fit(spec) and spec.time_limit < 600:  # the fault must fit in the fault phase
@@ -88,9 +103,10 @@ def replay_command(run_dir: str, client_cmd: str | None, store: str) -> str:
               metavar="MIN", help="minutes to shrink each FAIL's first run to its smallest schedule (0: none), "
                                   "after the budget")
 @click.option("--seed", type=int, default=1, show_default=True, help="first seed; a scenario's k-th run uses seed+k")
-@click.option("--ttl", "ttl_ms", type=int, default=2000, show_default=True, help="the client's lock TTL in ms")
-@click.option("--acquire-timeout", type=Seconds(0, 600, open_lo=True), default=2.0, show_default=True,
-              help="the client's acquire timeout, s")
+@click.option("--ttl", "ttl_ms", type=int, default=None,
+              help=f"the client's lock TTL in ms (default: what its describe reply states, else {DEFAULT_TTL_MS})")
+@click.option("--acquire-timeout", type=Seconds(0, 600, open_lo=True), default=None,
+              help=f"the client's acquire timeout, s (default: what its describe reply states, else {DEFAULT_TIMEOUT_S:g})")
 @click.option("--concurrency", "-c", type=click.IntRange(2, 16), default=3, show_default=True,
               help="client processes per run")
 @click.option("--scenarios", default=None, metavar="NAME,...",
@@ -125,12 +141,25 @@ def audit(backend, client_cmd, servers, lock, renew, budget, shrink_min, seed, t
     given = sorted(set(opts) & {"pause_multiple", "cut_ms", "lose", "during", "clock_target", "clock_mode", "delay_ms"})
     if given:
         raise BadArgument(f"-o {given[0]} is the audit's to set per scenario; drop it (chaos run tries one setting)")
-    if not 100 <= ttl_ms <= 600_000:
+    if ttl_ms is not None and not 100 <= ttl_ms <= 600_000:
         raise BadArgument(f"--ttl {ttl_ms} must be 100..600000 ms")
+    if client_cmd is not None:
+        from harness.core.pathcheck import check_program
+
+        check_program(client_cmd, "--client")
+    stated, told = {}, None
+    if client_cmd is not None and (ttl_ms is None or acquire_timeout is None or not renew):
+        from workloads.describe import describe
+
+        stated, told = describe(client_cmd)
+    ttl_ms = ttl_ms if ttl_ms is not None else stated.get("ttl_ms", DEFAULT_TTL_MS)
+    acquire_timeout = acquire_timeout if acquire_timeout is not None else stated.get("acquire_timeout_s",
+                                                                                       DEFAULT_TIMEOUT_S)
+    renew = renew or bool(stated.get("renews"))
     base = TestSpec(backend=backend, ttl_ms=ttl_ms, acquire_timeout=acquire_timeout, concurrency=concurrency,
                     renew=renew, lock=lock, options=opts, store=store, seed=seed,
                     command=shlex.join(["chaos"] + sys.argv[1:])).validate()
-    client = _client(backend, opts, ttl_ms, acquire_timeout, renew)
+    client = _client(backend, opts, ttl_ms, acquire_timeout, renew, stated)
     base = replace(base, fencing=client.fencing)
     battery = plan.battery(client)
     only = None if scenarios is None else list(dict.fromkeys(n.strip() for n in scenarios.split(",") if n.strip()))
@@ -138,10 +167,6 @@ def audit(backend, client_cmd, servers, lock, renew, budget, shrink_min, seed, t
     if only is not None and (unknown or not only):
         raise BadArgument(f"--scenarios: {', '.join(map(repr, unknown)) or 'nothing'} is no scenario of this battery; "
                           f"choose from: {', '.join(s.name for s in battery)}")
-    if client_cmd is not None:
-        from harness.core.pathcheck import check_program
-
-        check_program(client_cmd, "--client")
     check_writable_dir(store, "--store")
     if junit:
         check_writable_file(junit, "--junit")
@@ -157,10 +182,11 @@ def audit(backend, client_cmd, servers, lock, renew, budget, shrink_min, seed, t
             refused[s.name] = why
         else:
             scenarios.append(s)
-    return _audit(base, client, scenarios, refused, budget * 60, client_cmd, as_json, junit, shrink_min * 60)
+    return _audit(base, client, scenarios, refused, budget * 60, client_cmd, as_json, junit, shrink_min * 60, told)
 
 
-def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, junit, shrink_s=0.0) -> int:
+def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, junit, shrink_s=0.0,
+           told: str | None = None) -> int:
     from harness.core import interrupts
     from harness.engine.runner import run as run_spec
     from results.store import stamped_dir
@@ -170,12 +196,17 @@ def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, juni
     what = client_cmd or base.backend
     print(f"chaos audit {what}: TTL {client.ttl_ms} ms, acquire timeout {client.acquire_timeout_s:g} s"
           + (f", session {client.session_s:g} s" if client.session_s else "")
+          + (f", command timeout {client.command_timeout_s:g} s" if client.command_timeout_s else "")
+          + (", renewing" if client.renew else "")
+          + (f" (asked to describe itself, {told})" if told else "")
           + f"; {len(scenarios)} scenarios (one pass about {plan.first_pass_s(scenarios) / 60:.1f} min), "
             f"budget {budget_s / 60:g} min; into {adir}", file=human)
     for name, why in refused.items():
         print(f"  NOT TESTED {name}: {why}", file=human)
     runs: list[plan.Run] = []
     done: list[tuple[str, bool]] = []
+    calibration: dict = {}
+    stopped = None  # why the audit stopped before its budget (a client that never acquires)
     t0, ended, interrupted = time.monotonic(), None, False
     try:
         while (s := plan.next_run(scenarios, done, time.monotonic() - t0, budget_s)) is not None:
@@ -194,6 +225,15 @@ def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, juni
             run = plan.Run(scenario=s.name, seed=spec.seed, run_dir=str(out.run_dir), doc=out.results,
                            replay=replay_command(str(out.run_dir), client_cmd, base.store))
             runs.append(run)
+            if s.name == "contention" and k == 0:
+                calibration = plan.calibration(out.results)
+                print(f"  fault-free: {plan.calibration_words(calibration)}", file=human, flush=True)
+                if not calibration.get("acquires_ok"):
+                    stopped = (f"the client never acquired the lock in the fault-free run ({run.run_dir}: "
+                               f"{plan.calibration_words(calibration)}); no fault can be judged on it")
+                    print(f"chaos audit: {stopped}", file=human)
+                    done.append((s.name, False))
+                    break
             hit = plan.found(out.results, client.fencing)
             done.append((s.name, hit))
             rows = plan.card(scenarios, runs, refused, fenced=client.fencing, lock=str(base.lock))
@@ -208,6 +248,8 @@ def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, juni
         interrupted, ended = True, interrupts.ended_by()
     interrupted = interrupted or bool(interrupts.presses())
     rows = plan.card(scenarios, runs, refused, fenced=client.fencing, lock=str(base.lock))
+    if stopped:
+        rows = [{**r, "status": plan.NOT_TESTED, "why": stopped} if r["status"] != plan.FAIL else r for r in rows]
     if not interrupted and shrink_s > 0:
         ended = _shrink(rows, base, client_cmd, shrink_s, human)
         interrupted = ended is not None or bool(interrupts.presses())
@@ -215,7 +257,8 @@ def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, juni
         interrupts.ignore_stops()  # the card is written whatever is pressed next
     doc = {"client": what, "backend": base.backend, "servers": base.options.get("servers"),
            "ttl_ms": client.ttl_ms, "acquire_timeout_s": client.acquire_timeout_s, "session_s": client.session_s,
-           "renew": client.renew, "lock": str(base.lock), "fenced": client.fencing, "budget_s": budget_s,
+           "command_timeout_s": client.command_timeout_s, "described": told, "calibration": calibration,
+           "stopped": stopped, "renew": client.renew, "lock": str(base.lock), "fenced": client.fencing, "budget_s": budget_s,
            "wall_s": round(time.monotonic() - t0, 1), "command": base.command,
            "scenarios": [{"name": s.name, "what": s.what, "nemesis": list(s.nemesis), "options": s.options,
                           "runs": sum(1 for r in runs if r.scenario == s.name)} for s in scenarios],

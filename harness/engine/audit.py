@@ -33,6 +33,7 @@ class Client:
     ttl_ms: int
     acquire_timeout_s: float
     session_s: float | None = None  # a session design's session timeout (ZooKeeper), if it states one
+    command_timeout_s: float | None = None  # its timeout for one command to a server, if it states one
     renew: bool = False
     fencing: bool = False  # the client hands out tokens, so its runs are fenced and the fencing row is judged
 
@@ -49,6 +50,7 @@ class Scenario:
     hold_until_expiry: bool = False
     time_limit: float = MIN_TIME_LIMIT_S
     recovery: float = 3.0  # fault-free seconds at the end: longer than the liveness bound, so a stuck lock shows
+    interval: float | None = None  # the nemesis interval (a server pause lasts it); None: the run's default
     exercises: frozenset[str] = frozenset()  # promises besides those every run exercises
 
 
@@ -84,6 +86,7 @@ def battery(c: Client) -> list[Scenario]:
     past = _r(max(2.0, 1.5 * session / ttl))  # pauses in TTLs: past the lease and past the session
     cut_ms = round(1500 * max(ttl, session))  # a cut longer than the lease (and the session)
     jump = _r(max(2.5 * ttl, 1.5 * session, 2 * timeout))  # a clock jump beyond lease, session and timeout
+    stall = _r(max(3.0, 1.5 * (c.command_timeout_s or ttl)))  # a server pause past one command's timeout
 
     # a lock nobody can get is STUCK only once it stays so longer than the liveness checker's bound
     # (lease + acquire timeout + its margin) with no fault near: the recovery outlasts that bound
@@ -126,6 +129,11 @@ def battery(c: Client) -> list[Scenario]:
                  nemesis=("clock-skew",), options={"clock_target": "servers", "clock_mode": "bump"},
                  clock_jump_s=jump, time_limit=fault(3.0)),
         Scenario(name="partition", what="servers partitioned", nemesis=("partition",), time_limit=fault(3.0)),
+        Scenario(name="server-pause", what=f"servers paused {stall:g} s, past the client's "
+                                           + ("command timeout" if c.command_timeout_s else "TTL"),
+                 nemesis=("pause",), interval=stall, time_limit=fault(2 * stall)),
+        Scenario(name="server-restart", what="servers killed and restarted with their data dir", nemesis=("kill",),
+                 time_limit=fault(3.0), exercises=frozenset({"truthful"})),
     ]
     if c.renew:  # the faults that bite only after k renews
         out += [
@@ -143,6 +151,22 @@ def battery(c: Client) -> list[Scenario]:
                      time_limit=fault(cut_ms / 1000), exercises=frozenset({"truthful"})),
         ]
     return [replace(x, recovery=recovery) for x in out]
+
+
+def calibration(doc: dict) -> dict:
+    """The client's fault-free numbers, from the contention run's results.json doc."""
+    s = doc.get("summary") or {}
+    return {k: s.get(k) for k in ("acquires_ok", "acquires_fail", "acquires_info", "p50_acquire_ms", "p99_acquire_ms",
+                                  "handover_max_s", "handovers_judged", "critical_sections")}
+
+
+def calibration_words(c: dict) -> str:
+    def n(v, unit=""):
+        return "?" if v is None else f"{v:g}{unit}" if isinstance(v, float) else f"{v}{unit}"
+
+    return (f"{n(c.get('acquires_ok'))} acquires ok, {n(c.get('acquires_fail'))} fail, {n(c.get('acquires_info'))} "
+            f"info; acquire p50 {n(c.get('p50_acquire_ms'), ' ms')}, p99 {n(c.get('p99_acquire_ms'), ' ms')}; "
+            f"longest handover {n(c.get('handover_max_s'), ' s')}")
 
 
 def cost_s(s: Scenario) -> float:

@@ -41,6 +41,7 @@ def test_bad_input_is_one_sentence_exit_254_and_nothing_started(tmp_path, args, 
 
 
 def doc(valid_by_checker: dict, **summary) -> dict:
+    summary = {"acquires_ok": 5, **summary}  # the fault-free contention run's calibration needs an acquire
     return {"summary": {"valid": all(v is True for v in valid_by_checker.values()), **summary},
             "checkers": {n: {"valid": v} for n, v in valid_by_checker.items()}}
 
@@ -91,11 +92,11 @@ def test_a_clean_audit_exits_0_and_writes_its_card_everywhere(tmp_path, monkeypa
     runner = FakeRunner(tmp_path, lambda spec: doc(GOOD, holder_deaths=1))
     code, card, junit = audit(tmp_path, monkeypatch, runner, refused={"partition": "one server cannot be partitioned"})
     assert code == 0 and card["exit_code"] == 0
-    assert len(runner.specs) == len(card["scenarios"]) == 11  # every scenario once, budget 0
+    assert len(runner.specs) == len(card["scenarios"]) == 13  # every scenario once, budget 0
     assert {s.nemesis for s in runner.specs} >= {("pause-holder",), ("cut-in-flight",), ("clock-skew",), ()}
     assert all(s.seed == 7 and s.fencing for s in runner.specs)
     out = capsys.readouterr().out
-    assert "NOT TESTED partition: one server cannot be partitioned" in out and "[run 1 of 11]" in out
+    assert "NOT TESTED partition: one server cannot be partitioned" in out and "[run 1 of 13]" in out
     assert "no two holders" in out and "exit code: 0" in out.splitlines()[-1]
     assert (Path(card["runs"][0]["run_dir"]).parent / "audit").is_dir()
     page = next((tmp_path / "audit").glob("*/audit.html")).read_text()
@@ -161,3 +162,51 @@ def test_ctrl_c_between_two_runs_ends_the_audit_with_130_and_the_card(tmp_path, 
     code, card, _ = audit(tmp_path, monkeypatch, CtrlC(tmp_path, lambda spec: doc(GOOD)), budget_s=600)
     assert code == 130 and len(card["runs"]) == 1 and card["interrupted"] == "Ctrl-C"
     assert capsys.readouterr().out.splitlines()[-1].endswith("exit code: 130 (interrupted by Ctrl-C)")
+
+
+def test_a_client_that_never_acquires_without_faults_stops_the_audit_at_once(tmp_path, monkeypatch, capsys):
+    runner = FakeRunner(tmp_path, lambda spec: doc(GOOD, acquires_ok=0, acquires_info=12))
+    code, card, _ = audit(tmp_path, monkeypatch, runner, budget_s=600)
+    assert code == 2 and len(runner.specs) == 1 and runner.specs[0].nemesis == ()
+    assert card["calibration"]["acquires_info"] == 12 and "never acquired the lock" in card["stopped"]
+    assert {r["status"] for r in card["rows"]} == {"NOT TESTED"} and "never acquired" in card["rows"][0]["why"]
+    assert "fault-free: 0 acquires ok, ? fail, 12 info" in capsys.readouterr().out
+
+
+def test_the_fault_free_run_calibrates_and_the_card_keeps_its_numbers(tmp_path, monkeypatch, capsys):
+    runner = FakeRunner(tmp_path, lambda spec: doc(GOOD, p50_acquire_ms=3.5, p99_acquire_ms=40.0, handover_max_s=0.05))
+    code, card, _ = audit(tmp_path, monkeypatch, runner)
+    assert code == 0 and card["calibration"]["p99_acquire_ms"] == 40.0
+    assert "acquire p50 3.5 ms, p99 40 ms; longest handover 0.05 s" in capsys.readouterr().out
+
+
+DESCRIBES = """import json, sys
+for line in sys.stdin:
+    req = json.loads(line)
+    if req["op"] == "describe":
+        print(json.dumps({"id": req["id"], "type": "ok", "ttl_ms": 5000, "acquire_timeout_s": 3,
+                          "session_ms": 9000, "command_timeout_ms": 2500, "renews": True}), flush=True)
+"""
+
+
+def test_the_client_describes_itself_and_flags_win(tmp_path, monkeypatch):
+    import harness.engine.runner
+
+    script = tmp_path / "describes.py"
+    script.write_text(DESCRIBES)
+    runner = FakeRunner(tmp_path, lambda spec: doc(GOOD))
+    monkeypatch.setattr(harness.engine.runner, "run", runner)
+    monkeypatch.setattr(cmd, "time", runner)
+    from harness.core import interrupts
+
+    monkeypatch.setattr(interrupts, "ignore_stops", lambda: None)
+    code = cmd.audit.main(["--client", f"python3 {script}", "--servers", "valkey:1", "--budget", "0",
+                           "--scenarios", "contention,server-pause,pause-holder-renewed", "--acquire-timeout", "4",
+                           "--store", str(tmp_path / "store")], standalone_mode=False)
+    card = json.loads(next((tmp_path / "store" / "audit").glob("*/audit.json")).read_text())
+    assert code == 0 and card["ttl_ms"] == 5000 and card["acquire_timeout_s"] == 4.0  # the flag wins
+    assert card["session_s"] == 9.0 and card["command_timeout_s"] == 2.5 and card["renew"] is True
+    assert "it stated ttl_ms 5000" in card["described"]
+    pause = [s for s in runner.specs if s.nemesis == ("pause",)][0]
+    assert pause.nemesis_interval == 3.75  # servers paused 1.5 x the command timeout it stated
+    assert all(s.ttl_ms == 5000 and s.renew for s in runner.specs)
