@@ -31,24 +31,28 @@ def write_card_html(path: Path, doc: dict) -> None:
            + f"; {'renewing, ' if doc.get('renew') else ''}{'fenced' if doc.get('fenced') else 'no fencing tokens'}; "
              f"{len(doc.get('runs') or [])} runs in {e(str(doc.get('wall_s')))} s; exit code {e(str(doc.get('exit_code')))}"
            + (f"; INTERRUPTED by {e(str(doc['interrupted']))}: covers only the finished runs" if doc.get("interrupted") else "")
+           + (f"<br>asked to describe itself: {e(str(doc['described']))}" if doc.get("described") else "")
+           + (f"<br>fault-free run: {e(str(doc['calibration_said']))}" if doc.get("calibration_said") else "")
+           + (f"<br><b>stopped</b>: {e(str(doc['stopped']))}" if doc.get("stopped") else "")
            + f"<br><code>{e(str(doc.get('command') or ''))}</code></p>",
            "<table><tr><th>promise</th><th>verdict</th><th>why</th></tr>"]
     for r in doc.get("rows") or []:
         colour = COLOURS.get(r.get("status"), "#fff")
         out.append(f"<tr data-promise='{e(str(r.get('promise')))}'><td>{e(str(r.get('title')))}</td>"
-                   f"<td style='background:{colour}'><b>{e(str(r.get('status')))}</b></td><td>{e(str(r.get('why')))}")
+                   f"<td style='background:{colour}'><b>{e(str(r.get('status')))}</b></td>"
+                   f"<td>{'' if r.get('failures') else e(str(r.get('why')))}")
         for f in r.get("failures") or []:
             report = Path(str(f.get("run_dir"))) / "report.html"
             link = os.path.relpath(report, path.parent) if report.is_absolute() == path.is_absolute() else str(report)
-            out.append(f"<br><b>{e(str(f.get('scenario')))} seed {e(str(f.get('seed')))}</b>: {e(str(f.get('cause')))} "
-                       f"(<a href='{e(link)}'>report</a>)<br><code>{e(str(f.get('replay')))}</code>")
+            out.append(f"<p><b>{e(str(f.get('scenario')))} seed {e(str(f.get('seed')))}</b>: {e(str(f.get('cause')))} "
+                       f"(<a href='{e(link)}'>report</a>)<br>replay: <code>{e(str(f.get('replay')))}</code>")
             sh = f.get("shrunk") if isinstance(f.get("shrunk"), dict) else {}
             if sh.get("error"):
                 out.append(f"<br><span class='note'>not shrunk: {e(str(sh['error']))}</span>")
             elif sh:
                 out.append(f"<br>shrunk to <b>{e(str(sh.get('schedule')))}</b> ({e(str(sh.get('faults')))} of "
                            f"{e(str(sh.get('of_faults')))} fault(s), {e(str(sh.get('time_limit')))} s): "
-                           f"{e(str(sh.get('rate')))}<br><code>{e(str(sh.get('replay')))}</code>")
+                           f"{e(str(sh.get('rate')))}<br>replay the smallest: <code>{e(str(sh.get('replay')))}</code>")
         for n in (r.get("notes") or [])[:5]:
             out.append(f"<br><span class='note'>{e(str(n))}</span>")
         out.append("</td></tr>")

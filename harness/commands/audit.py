@@ -258,6 +258,7 @@ def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, juni
     doc = {"client": what, "backend": base.backend, "servers": base.options.get("servers"),
            "ttl_ms": client.ttl_ms, "acquire_timeout_s": client.acquire_timeout_s, "session_s": client.session_s,
            "command_timeout_s": client.command_timeout_s, "described": told, "calibration": calibration,
+           "calibration_said": plan.calibration_words(calibration) if calibration else None,
            "stopped": stopped, "renew": client.renew, "lock": str(base.lock), "fenced": client.fencing, "budget_s": budget_s,
            "wall_s": round(time.monotonic() - t0, 1), "command": base.command,
            "scenarios": [{"name": s.name, "what": s.what, "nemesis": list(s.nemesis), "options": s.options,

@@ -60,7 +60,10 @@ def stopped(p: subprocess.Popen, what: str) -> tuple[str, str]:
     (["reproduce", "gc-pause", "--time-limit", "12"], 2.0, signal.SIGTERM, 1),  # 12: a pause fits (harness/core/refusals.py)
     (["matrix", "--backends", "redis", "--nemeses", "none", "--seeds", "1", "--time-limit", "6"], "workers",
      signal.SIGINT, 2),
-], ids=["compare-3xINT", "compare-TERM", "explore-INT", "client-check-3xINT", "reproduce-TERM", "matrix-2xINT"])
+    (["audit", "--client", EXAMPLE, "--servers", "valkey:1", "--scenarios", "contention", "--budget", "0"], "workers",
+     signal.SIGINT, 2),
+], ids=["compare-3xINT", "compare-TERM", "explore-INT", "client-check-3xINT", "reproduce-TERM", "matrix-2xINT",
+        "audit-2xINT"])
 def test_long_command_stops_and_leaves_nothing(tmp_path, argv, when, sig, presses):
     before = everything_left()
     since = time.time() - 1
@@ -79,6 +82,11 @@ def test_long_command_stops_and_leaves_nothing(tmp_path, argv, when, sig, presse
     out, err = stopped(p, argv[0])
     assert p.returncode == (130 if sig == signal.SIGINT else 143), err[-2000:]
     assert "Traceback" not in err, err[-2000:]
+    if argv[0] == "audit":  # the card is written, covering what finished, and says it was interrupted
+        import json
+
+        card = json.loads(next((tmp_path / "audit").glob("*/audit.json")).read_text())
+        assert card["interrupted"] == "Ctrl-C" and card["exit_code"] == 2 and not card["runs"], card
     after = eventually(everything_left, timeout=10, until=lambda a: not {k: a[k] - before[k] for k in a
                                                                          if a[k] - before[k]})
     assert {k: after[k] - before[k] for k in after if after[k] - before[k]} == {}
