@@ -64,6 +64,7 @@ from workloads.references import (CLIENTS, REFERENCE_CLIENTS, ReferenceClient,  
                                   reference_client, reference_kinds)
 
 MARGIN_S = 2.0  # on top of an op's own timeout before the client counts as hung
+ROUND_TRIPS = 4  # of a slow link's delay, added to that margin
 MAX_LINE = 1 << 20  # longest reply line a client may write
 MAX_VALUE = 4096  # longest lease value (it is recorded in every op of the lease)
 MAX_VALID_MS = 86_400_000.0  # a validity beyond a day either way is not a lease
@@ -89,6 +90,15 @@ def parse_servers(text: str) -> tuple[str, int]:
         raise BadArgument(f"--servers {text!r} must be KIND:COUNT with KIND one of {', '.join(KINDS)} and "
                           f"COUNT 1-9, for example etcd:3")
     return kind, int(count)
+
+
+def _ms(options: Mapping[str, Any] | None, name: str) -> float:
+    """A slow link's delay option as a number of ms (0 when absent or not a number)."""
+    try:
+        v = float((options or {}).get(name) or 0)
+    except (TypeError, ValueError):
+        return 0.0
+    return v if 0 <= v <= 600_000 else 0.0
 
 
 class ExternalClient:
@@ -139,6 +149,10 @@ class ExternalClient:
             raise BadArgument("an external client needs its command: chaos run --client 'CMD ARGS' --servers KIND:N")
         self.argv = shlex.split(v["command"])
         self.op_timeout = v["op_timeout_s"]
+        # a slow link (slow-link's -o delay_ms / jitter_ms) makes each of the client's round trips
+        # slower: its answers may come that much later (a few round trips each, Redlock's to five
+        # servers) before it counts as hung, so the harness never breaks the client first
+        self.margin = MARGIN_S + ROUND_TRIPS * 2 * (_ms(options, "delay_ms") + _ms(options, "jitter_ms")) / 1000
         self.lock = v["lock"]  # told in init, apart from the options (TestSpec.validate sets it from --lock)
         self.options = {k: val for k, val in (options or {}).items() if k not in ("command", "servers", "lock")}
         self.proc: subprocess.Popen | None = None
@@ -343,7 +357,7 @@ class ExternalClient:
             return
         before = time.time()
         try:
-            rep = self._exchange({"op": "clock"}, self.op_timeout + MARGIN_S)
+            rep = self._exchange({"op": "clock"}, self.op_timeout + self.margin)
         except ClientBroke as e:
             if isinstance(e, ClientDied):
                 self.death = str(e)
@@ -377,7 +391,7 @@ class ExternalClient:
                 permits: int | None = None) -> Lease:
         kind = {k: v for k, v in (("mode", mode), ("permits", permits)) if v is not None}  # harness/core/kinds.py
         rep = self._op({"op": "acquire", "key": key, "ttl_ms": ttl_ms, "timeout_s": timeout_s, **kind},
-                       timeout_s + MARGIN_S)
+                       timeout_s + self.margin)
         if rep["type"] == "unsupported" and kind:
             raise BadArgument(f"the client answered unsupported to an acquire with {', '.join(kind)}: it has no "
                               f"{'rw lock' if mode else 'semaphore'}; run it with --lock mutex")
@@ -404,7 +418,7 @@ class ExternalClient:
                      reported=valid_ms is not None)
 
     def release(self, lease: Lease) -> bool:
-        rep = self._op({"op": "release", "key": lease.key, "value": lease.value}, self.op_timeout + MARGIN_S)
+        rep = self._op({"op": "release", "key": lease.key, "value": lease.value}, self.op_timeout + self.margin)
         if rep["type"] in ("ok", "fail"):
             return rep["type"] == "ok"
         raise ClientBroke(str(rep.get("error") or rep["type"]))
@@ -413,7 +427,7 @@ class ExternalClient:
         if "renew" in self.unsupported:
             raise LockLost("the client does not renew (it answered unsupported)")
         rep = self._op({"op": "renew", "key": lease.key, "value": lease.value, "ttl_ms": lease.meta.get("ttl_ms")},
-                       self.op_timeout + MARGIN_S)
+                       self.op_timeout + self.margin)
         if rep["type"] == "unsupported":
             self.unsupported.add("renew")
             raise LockLost("the client does not renew (it answered unsupported)")
@@ -443,7 +457,7 @@ class ExternalClient:
         if "held" in self.unsupported or self.proc is None:
             return None
         try:
-            rep = self._call({"op": "held", "key": lease.key, "value": lease.value}, self.op_timeout + MARGIN_S)
+            rep = self._call({"op": "held", "key": lease.key, "value": lease.value}, self.op_timeout + self.margin)
         except ClientDied:
             raise  # recorded as the held op's outcome (info), and judged: the client died
         except ClientBroke:

@@ -65,6 +65,8 @@ def _spec(base, s: plan.Scenario, seed: int):
 
     spec = replace(base, nemesis=s.nemesis, options={**base.options, **s.options}, clock_jump_s=s.clock_jump_s,
                    nemesis_interval=s.interval or base.nemesis_interval,
+                   concurrency=min(base.concurrency, s.concurrency)
+                   if s.concurrency and not str(base.lock).startswith("semaphore") else base.concurrency,
                    hold_until_expiry=s.hold_until_expiry and not base.renew, time_limit=s.time_limit,
                    recovery=s.recovery, seed=seed, command=f"{base.command} (scenario {s.name})")
     while spec.nemesis and fit(spec) and spec.time_limit < 600:  # the fault must fit in the fault phase

@@ -51,6 +51,7 @@ class Scenario:
     time_limit: float = MIN_TIME_LIMIT_S
     recovery: float = 3.0  # fault-free seconds at the end: longer than the liveness bound, so a stuck lock shows
     interval: float | None = None  # the nemesis interval (a server pause lasts it); None: the run's default
+    concurrency: int | None = None  # client processes, when the scenario needs fewer than the audit's (not for semaphores)
     exercises: frozenset[str] = frozenset()  # promises besides those every run exercises
 
 
@@ -87,6 +88,7 @@ def battery(c: Client) -> list[Scenario]:
     cut_ms = round(1500 * max(ttl, session))  # a cut longer than the lease (and the session)
     jump = _r(max(2.5 * ttl, 1.5 * session, 2 * timeout))  # a clock jump beyond lease, session and timeout
     stall = _r(max(3.0, 1.5 * (c.command_timeout_s or ttl)))  # a server pause past one command's timeout
+    slower = round(min(600 * ttl, 450 * c.command_timeout_s) if c.command_timeout_s else 600 * ttl)
 
     # a lock nobody can get is STUCK only once it stays so longer than the liveness checker's bound
     # (lease + acquire timeout + its margin) with no fault near: the recovery outlasts that bound
@@ -98,7 +100,8 @@ def battery(c: Client) -> list[Scenario]:
         return _r(max(MIN_TIME_LIMIT_S, LEAD_S + span_s + recovery))
 
     out = [
-        Scenario(name="contention", what="contention with no fault", time_limit=_r(recovery + 5)),
+        # two clients: a third would hide a waiter that misses its wake-up by trying in the gap
+        Scenario(name="contention", what="two clients contend, no fault", time_limit=_r(recovery + 5), concurrency=2),
         Scenario(name="pause-holder", what=f"holder paused {past:g} x TTL ({_r(past * ttl):g} s), past its lease",
                  nemesis=("pause-holder",), options={"pause_multiple": str(past), "held_check": "both"},
                  time_limit=fault(past * ttl), exercises=frozenset({"truthful", "noticed"})),
@@ -115,10 +118,16 @@ def battery(c: Client) -> list[Scenario]:
         Scenario(name="lose-release-reply", what=f"a release's reply lost, links cut {cut_ms} ms (> TTL)",
                  nemesis=("cut-in-flight",), options={"during": "release", "lose": "reply", "cut_ms": str(cut_ms)},
                  time_limit=fault(cut_ms / 1000), exercises=frozenset({"truthful"})),
-        # each way: an acquire's round trip takes 60 % of the TTL, past the margin a careful client keeps
-        Scenario(name="slow-link", what=f"client links delayed {round(300 * ttl)} ms each way",
-                 nemesis=("slow-link",), options={"delay_ms": str(round(300 * ttl))},
-                 hold_until_expiry=not c.renew, time_limit=fault(3.0)),
+        # each way: a round trip takes 30 % of the TTL, past the margin a careful client keeps in hand
+        # (a claim counted from the reply outlasts the key), and below most command timeouts
+        Scenario(name="slow-link", what=f"client links delayed {round(150 * ttl)} ms each way (a round trip "
+                                        f"30 % of the TTL)", nemesis=("slow-link",),
+                 options={"delay_ms": str(round(150 * ttl))}, hold_until_expiry=not c.renew, time_limit=fault(3.0)),
+        # a round trip longer than the lease: an acquire that ends after its lease must not say ok
+        # (below a stated command timeout, or no command would ever complete)
+        Scenario(name="slower-than-ttl", what=f"client links delayed {slower} ms each way (a round trip longer "
+                                              f"than the TTL)", nemesis=("slow-link",),
+                 options={"delay_ms": str(slower)}, time_limit=fault(3.0)),
         Scenario(name="client-clock-back", what=f"the clients' clocks jumped back {jump:g} s",
                  nemesis=("clock-skew",), options={"clock_target": "clients", "clock_mode": "back"},
                  clock_jump_s=jump, time_limit=fault(3.0)),

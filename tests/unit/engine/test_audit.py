@@ -35,7 +35,9 @@ def test_pauses_cuts_and_jumps_scale_past_the_ttl_the_session_and_the_timeout():
         for n in ("client-clock-back", "client-clock-bump", "server-clock"):
             assert b[n].clock_jump_s > max(ttl, timeout, session or 0)
         assert b["client-clock-back"].options == {"clock_target": "clients", "clock_mode": "back"}
-        assert 2 * float(b["slow-link"].options["delay_ms"]) > 0.5 * ttl_ms  # a round trip eats half the lease
+        assert 2 * float(b["slow-link"].options["delay_ms"]) >= 0.3 * ttl_ms  # past the margin a client keeps
+        assert 2 * float(b["slower-than-ttl"].options["delay_ms"]) > ttl_ms  # a round trip longer than the lease
+        assert b["server-pause"].interval >= max(3.0, 1.5 * ttl) and b["contention"].concurrency == 2
         assert b["pause-holder"].time_limit >= pause + 5  # room for the pause and the recovery after it
         assert b["kill-in-acquire"].options == {"during": "acquire", "when": "free"}
 
@@ -209,3 +211,11 @@ def test_each_fail_rows_first_run_is_shrunk_once_and_the_replay_must_fail_that_r
     assert not plan.fails("mutex", bad)
     assert plan.to_shrink(plan.card(plan.battery(HONEST), [run("contention", doc(checkers=ALL_TRUE))], {},
                                     fenced=True)) == []
+
+
+def test_a_stated_command_timeout_bounds_the_slow_link_and_sets_the_server_pause():
+    b = by_name(plan.battery(plan.Client(ttl_ms=2000, acquire_timeout_s=2.0, command_timeout_s=0.5)))
+    assert float(b["slower-than-ttl"].options["delay_ms"]) < 500  # else no command would ever complete
+    assert b["server-pause"].interval == 3.0 and "command timeout" in b["server-pause"].what
+    b = by_name(plan.battery(plan.Client(ttl_ms=2000, acquire_timeout_s=2.0, command_timeout_s=4.0)))
+    assert b["server-pause"].interval == 6.0
