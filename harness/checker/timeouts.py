@@ -17,8 +17,10 @@ lock was about to be free. Both are findings, with their ops:
   failed" at once for a second or more after a cut-in-flight heals).
 
 The timeout is the run's `--acquire-timeout`. The last acquires of a run get less (the runner
-shortens a timeout that would outlast the workload), so an early answer is judged only for
-acquires invoked a full timeout (and a second) before the last client op. A history without
+shortens a timeout that would outlast the workload, and says so on the invoke: value
+{"timeout_s": T}); such an acquire is judged against its own T. In a history that does not say
+(older, foreign), an early answer is judged only for acquires invoked a full timeout (and a
+second) before the last client op. A history without
 an acquire timeout (a bare one) is not judged, and says so.
 """
 
@@ -38,6 +40,14 @@ TAIL_S = 1.0  # acquires invoked closer than timeout + this to the last client o
 QUIET_S = 5.0  # after a fault heals, a client may fail fast while it reconnects: no early answer is judged
 MAX_LISTED = 50
 NO_TIMEOUT = "the history does not say the acquire timeout (no spec.json beside it): timeouts are not judged"
+
+
+def _own_timeout(inv: Op) -> float | None:
+    """The timeout an acquire's invoke says it was given ({"timeout_s": T}: the runner shortens
+    the acquires it starts close to the run's end), else None: the run's --acquire-timeout."""
+    v = inv.value
+    t = v.get("timeout_s") if isinstance(v, dict) else None
+    return float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) and 0 < t <= 86_400 else None
 
 
 def _clock(explains: tuple[str, ...]) -> bool:
@@ -76,12 +86,15 @@ def check_timeouts(spec: Any, history: Sequence[Op]) -> CheckResult:
             continue  # one the history ends inside was never answered: the end cut it, not a timeout
         took = done.time_ns - inv.time_ns
         timed += 1
-        if took > late_ns and not stalls.touch(inv.time_ns, done.time_ns):
-            late.append(_finding(inv, done, timeout, "answered"))
-        elif done.type == "fail" and took < early_ns and inv.time_ns <= full_until and lease \
+        own = _own_timeout(inv)  # the runner shortened it near the run's end, and said so
+        t_late, t_early = (late_ns, early_ns) if own is None else \
+            (int((own + LATE_MARGIN_S) * 1e9), int((own / 2 - EARLY_MARGIN_S) * 1e9))
+        if took > t_late and not stalls.touch(inv.time_ns, done.time_ns):
+            late.append(_finding(inv, done, timeout if own is None else own, "answered"))
+        elif done.type == "fail" and took < t_early and (own is not None or inv.time_ns <= full_until) and lease \
                 and not every.touch(inv.time_ns, done.time_ns) \
                 and inv.key in held and held[inv.key].cover(inv.time_ns, done.time_ns):
-            early.append(_finding(inv, done, timeout, "gave up"))
+            early.append(_finding(inv, done, timeout if own is None else own, "gave up"))
     found = late + early
     return CheckResult(name="timeouts", valid=not found, summary={
         "acquires_late": len(late), "acquires_early": len(early), "acquires_timed": timed},

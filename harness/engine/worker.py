@@ -283,9 +283,11 @@ def cycle(spec, client, counter, rec: Recorder, rng: random.Random, end: float |
     # the lock kind's keywords (harness/core/kinds.py): none for the mutex, so its calls and
     # its random choices are what they always were
     how = {} if kind.name == "mutex" else kind.acquire_args("read" if kind.name == "rw" and rng.random() < READ_SHARE else None)
-    rec("invoke", "acquire", key=key, **how)
     started = time.monotonic()
     timeout = spec.acquire_timeout if end is None else min(spec.acquire_timeout, max(TAIL_TIMEOUT_S, end - started))
+    # an acquire near the run's end waits less: its invoke says how long (the timeouts checker)
+    shortened = {"value": {"timeout_s": round(timeout, 3)}} if timeout < spec.acquire_timeout else {}
+    rec("invoke", "acquire", key=key, **shortened, **how)
     try:
         lease = client.acquire(key, spec.ttl_ms, timeout, **how)
     except NotAcquired as e:

@@ -57,6 +57,11 @@ CASES = {
     # timeouts honoured (issue 38): a give-up after 0.1 s of 2 while the lock was taken, an answer
     # 1.6 s late under a client clock jump; a full-timeout fail, a late answer under a server pause
     "timeouts-bad": (REDIS, {"timeouts": False, "liveness": True}, {"acquires_late": 1, "acquires_early": 1}),
+    # acquires the runner shortened near the run's end say so on their invoke ({"timeout_s": T}) and
+    # are judged against T: a give-up after 0.21 s of 0.2 is no early answer (it was, against the run's
+    # 2 s, when the history did not say), and 1.8 s for a 0.5 s timeout is late though under 2 + 1 s
+    "timeouts-shortened-ok": (REDIS, {"timeouts": True}, {"acquires_late": 0, "acquires_early": 0, "acquires_timed": 3}),
+    "timeouts-shortened-late-bad": (REDIS, {"timeouts": False}, {"acquires_late": 1, "acquires_early": 0}),
     "timeouts-ok": (REDIS, {"timeouts": True, "liveness": True}, {"acquires_late": 0, "acquires_early": 0,
                                                                  "acquires_timed": 5}),
     # a fail at once 0.5 s after a cut healed, the lock taken: a client reconnecting, not judged
@@ -396,3 +401,11 @@ def test_a_death_other_faults_could_explain_is_not_judged_and_says_so():
     assert d["faulted_s"] == 1.01 and d["unexplained_s"] == 9.49
     assert bad.details["findings"] == ["the lock outlived its holder by 10.5 s (TTL 2 s), 1.01 s of it under other "
                                        "faults, after 2 acquire/renewals"]
+
+
+def test_the_same_give_up_without_its_own_timeout_on_record_is_early():
+    from dataclasses import replace
+
+    h = [replace(o, value=None) if (o.f, o.type) == ("acquire", "invoke") else o
+         for o in read_history(GOLDEN / "timeouts-shortened-ok.jsonl")]
+    assert check_timeouts(REDIS, h).summary["acquires_early"] == 1
