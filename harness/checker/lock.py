@@ -160,7 +160,7 @@ def check_writes(spec: Any, history: Sequence[Op]) -> CheckResult:
     last_index: dict[Any, int] = {}
     why = Attribution(spec, history)
     stale_accepted, stale_rejected = [], []
-    ok_writes = info_writes = 0
+    ok_writes = info_writes = tokened = 0  # tokened: writes that carried a fencing token
     final = None
     highest_token: int | None = None
     out_of_order: list[dict] = []  # accepted writes whose token is below one accepted before
@@ -176,6 +176,7 @@ def check_writes(spec: Any, history: Sequence[Op]) -> CheckResult:
             continue
         kind = "ok" if done is not None and done.type == "ok" else ("fail" if done is not None and done.type == "fail" else "info")
         ok_writes += kind == "ok"
+        tokened += inv.token is not None
         if kind == "ok" and inv.token is not None:
             if highest_token is not None and inv.token < highest_token:
                 out_of_order.append({"write": _brief(inv), "token": inv.token, "after_token": highest_token})
@@ -227,7 +228,7 @@ def check_writes(spec: Any, history: Sequence[Op]) -> CheckResult:
         summary={"stale_writes_accepted": len(stale_accepted), "stale_writes_rejected": len(stale_rejected),
                  "lost_updates": lost, "writes_ok": ok_writes, "writes_info": info_writes, "final_counter": final,
                  "writes_missing": None if final is None else max(0, int(final) - ok_writes - info_writes),
-                 "writes_out_of_token_order": len(out_of_order)},
+                 "writes_out_of_token_order": len(out_of_order), "writes_with_token": tokened},
         details={"stale_accepted": stale_accepted[:MAX_LISTED], "stale_rejected": stale_rejected[:MAX_LISTED],
                  "out_of_token_order": out_of_order[:MAX_LISTED]},
         error=error)

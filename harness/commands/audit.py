@@ -27,6 +27,7 @@ from typing import Any
 import click
 
 from harness.commands.cliargs import Seconds, check_writable_dir, check_writable_file
+from harness.commands.shrink import replay_command
 from harness.core.errors import BadArgument
 from harness.engine import audit as plan
 
@@ -83,12 +84,6 @@ def _refusal(spec) -> str | None:
     except BadArgument as e:
         return str(e)
     return None
-
-
-def replay_command(run_dir: str, client_cmd: str | None, store: str) -> str:
-    """The command that runs a finding again with its recorded faults (docs/reproduce.md)."""
-    words = ["chaos", "run", "--replay", run_dir] + (["--client", client_cmd] if client_cmd else []) + ["--store", store]
-    return shlex.join(words)
 
 
 @click.command()

@@ -31,6 +31,14 @@ from harness.engine.replay_input import Here, asked_faults, check_faults, spec_f
 SHRINK_FILE = "shrink.json"
 
 
+def replay_command(run_dir: str, client_cmd: str | None, store: str) -> str:
+    """The command that runs a run again with its recorded faults (docs/reproduce.md): a run
+    dir never gives an external client's command, so the line carries it, and the store."""
+    words = ["chaos", "run", "--replay", str(run_dir)] + (["--client", client_cmd] if client_cmd else []) + \
+        ["--store", str(store)]
+    return shlex.join(words)
+
+
 def replay_spec(run_dir: str, here: Here | None = None, faults: tuple[Recorded, ...] | None = None,
                 time_limit: float | None = None) -> tuple[Any, Schedule]:
     """(spec, schedule) of a replay of run_dir: the workload of its spec (harness/engine/replay_input.py:
@@ -186,7 +194,7 @@ def shrink(run_dir, trials, rate, budget, store, client_cmd, cluster, hosts, ssh
                    sorted(target), trials=trials, rate=rate, budget_s=budget * 60)
     print(f"smallest: {got.words}, {got.best.time_limit:g} s of workload; {got.rate_said}; "
           f"{got.candidates} candidates, {got.replays} replays, {got.minutes:.1f} min"
-          f"{got.ended}; replay it: chaos run --replay {got.final}")
+          f"{got.ended}; replay it: {replay_command(got.final, client_cmd, store)}")
     if got.interrupted:
         return interrupts.exit_code(got.signal or signal.SIGINT)
     if not got.reproduced:

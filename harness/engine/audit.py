@@ -221,6 +221,7 @@ def first_pass_s(scenarios: Sequence[Scenario], cost: Callable[[Scenario], float
 # ---- the card ------------------------------------------------------------------------------
 
 EXPLAINED = "explained"  # a mutex overlap with a named cause: the lease's known exposure under that fault
+NO_TOKEN = "the client handed out no fencing token (token null), so no write could be fenced"
 
 
 def _verdict(row: Promise, doc: dict) -> tuple[Any, str | None, str | None]:
@@ -235,6 +236,8 @@ def _verdict(row: Promise, doc: dict) -> tuple[Any, str | None, str | None]:
     valid, why = r.get("valid"), (s.get("not_judged") or {}).get(name) or r.get("error")
     if row.key == "mutex":
         return _mutex(s, valid, why)
+    if row.key == "fencing" and s.get("writes_with_token") == 0 and (s.get("writes_ok") or s.get("writes_info")):
+        return "unknown", None, NO_TOKEN  # a write without a token cannot be fenced: nothing to judge
     if row.key == "truthful":
         late = [f"{s.get(k)} {f}(s) said ok after the lock was lost" for k, f in
                 (("releases_ok_after_lease_lost", "release"), ("renews_ok_after_lease_lost", "renew")) if s.get(k)]
@@ -350,6 +353,7 @@ def card(scenarios: Sequence[Scenario], runs: Sequence[Run], refused: dict[str, 
             row["why"] = "the client hands out no fencing tokens"
             continue
         reasons: list[str] = []
+        unjudged = 0
         mine = [s for s in scenarios if p.every or p.key in s.exercises]
         for run in runs:
             v, cause, reason = _verdict(p, run.doc)
@@ -365,13 +369,18 @@ def card(scenarios: Sequence[Scenario], runs: Sequence[Run], refused: dict[str, 
                 row["runs_judged"] += exercising
             elif v is not None and exercising and reason:
                 reasons.append(f"{run.scenario}: {reason}")
+                if reason != NO_TOKEN:  # a run that could not judge the row says so even beside runs that did
+                    row["notes"].append(f"{run.scenario} seed {run.seed}: not judged: {reason}")
+                    unjudged += 1
         if row["failures"]:
             row["status"] = FAIL
             row["why"] = row["failures"][0]["cause"]
         elif row["runs_judged"]:
             row["status"] = PASS
+            explained = len(row["notes"]) - unjudged
             row["why"] = f"kept in {row['runs_judged']} run(s)" + (
-                f"; {len(row['notes'])} run(s) had overlaps their fault explains (notes)" if row["notes"] else "")
+                f"; {explained} run(s) had overlaps their fault explains (notes)" if explained else "") + (
+                f"; {unjudged} run(s) could not judge it (notes)" if unjudged else "")
         else:
             not_run = [f"{s.name}: {refused[s.name]}" for s in mine if s.name in refused]
             ran = {r.scenario for r in runs}

@@ -144,7 +144,7 @@ def test_shrink_searches_with_replays_and_ctrl_c_keeps_the_best_so_far(tmp_path,
     assert rv == 130 and len(calls) == 3
     out = capsys.readouterr().out.strip().splitlines()
     assert out[-1].startswith("smallest: 1 fault: pause-holder at 2 s for 4 s") and "INTERRUPTED" in out[-1]
-    assert out[-1].endswith(f"chaos run --replay {tmp_path / 'replay2'}")
+    assert out[-1].endswith(f"chaos run --replay {tmp_path / 'replay2'} --store store")  # a line that runs as printed
     doc = json.loads((d / "shrink.json").read_text())
     assert doc["interrupted"] and doc["best"]["faults"][0]["at"] == 2.0 and doc["candidates"][0]["kept"]
 

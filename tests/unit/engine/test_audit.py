@@ -219,3 +219,18 @@ def test_a_stated_command_timeout_bounds_the_slow_link_and_sets_the_server_pause
     assert b["server-pause"].interval == 3.0 and "command timeout" in b["server-pause"].what
     b = by_name(plan.battery(plan.Client(ttl_ms=2000, acquire_timeout_s=2.0, command_timeout_s=4.0)))
     assert b["server-pause"].interval == 6.0
+
+
+def test_a_tokenless_client_leaves_fencing_not_tested_and_unjudged_overlaps_are_noted():
+    nameless = doc(checkers={**ALL_TRUE, "mutex": False, "writes": False}, violations=2, stale_writes_accepted=1,
+                   violations_by_cause={"unknown": 2}, writes_with_token=0, writes_ok=9)
+    clean = doc(checkers=ALL_TRUE, writes_with_token=0, writes_ok=12)
+    r = rows_of(plan.card(plan.battery(HONEST), [run("contention", clean), run("pause-holder", nameless)], {},
+                          fenced=True))
+    assert r["fencing"]["status"] == plan.NOT_TESTED and "no fencing token" in r["fencing"]["why"]
+    # the overlaps whose cause is unknown (no validity recorded) do not vanish behind the PASS
+    assert r["mutex"]["status"] == plan.PASS and "1 run(s) could not judge it" in r["mutex"]["why"]
+    assert "pause-holder seed 1: not judged: 2 overlap(s) whose holder's validity" in r["mutex"]["notes"][0]
+    tokened = doc(checkers={**ALL_TRUE, "writes": False}, stale_writes_accepted=1, writes_with_token=9, writes_ok=9)
+    assert rows_of(plan.card(plan.battery(HONEST), [run("pause-holder", tokened)], {}, fenced=True))["fencing"][
+        "status"] == plan.FAIL
