@@ -13,7 +13,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.campaign]
 
 EXAMPLE = f"python3 {ROOT / 'clients/example-redis/client.py'}"
 
-# mode -> (the scenarios that show it, the rows it must fail: exactly these, and any flags)
+# mode -> (the scenarios that show it, the rows it must fail: exactly these, [rows it may also fail],
+# and any flags)
 LIARS = {
     "no-ttl": ("kill-holder", {"outlived", "liveness"}),
     "two-step": ("kill-in-acquire", {"outlived", "liveness"}),
@@ -24,7 +25,10 @@ LIARS = {
     "from-reply": ("slow-link", {"mutex"}),
     "dies-after-release": ("contention", {"alive"}),
     "held-always": ("pause-holder", {"noticed"}),
-    "misses-wakeup": ("contention", {"liveness", "timeouts"}),
+    # it sleeps 1.9 s between tries: every run answers late; a stalled handover shows only when the
+    # releasing holder does not take the lock straight back (seen with two clients in chaos run,
+    # test_lease_promises.py; one audit run had 34 handovers, the longest 0.19 s): a row it may fail
+    "misses-wakeup": ("contention", {"timeouts"}, {"liveness"}),
     "gives-up-early": ("contention", {"timeouts"}),
     "wall-clock-deadline": ("client-clock-back", {"timeouts"}),
     # its release was invoked while it still held the lock: "truthful" judges a release by its
@@ -45,10 +49,11 @@ def audit(tmp_path, client: str, scenarios: str | None, *extra: str):
 
 @pytest.mark.parametrize("mode", list(LIARS))
 def test_a_broken_client_fails_exactly_the_rows_it_breaks(tmp_path, mode):
-    scenarios, rows_broken, *flags = LIARS[mode]
-    code, rows = audit(tmp_path, f"python3 {ROOT / 'tests/clients/liar.py'} {mode}", scenarios, *flags)
+    scenarios, rows_broken, *more = LIARS[mode]
+    may_fail = more.pop(0) if more and isinstance(more[0], set) else set()
+    code, rows = audit(tmp_path, f"python3 {ROOT / 'tests/clients/liar.py'} {mode}", scenarios, *more)
     failed = {k for k, r in rows.items() if r["status"] == "FAIL"}
-    assert failed == rows_broken, {k: rows[k]["why"] for k in failed ^ rows_broken}
+    assert rows_broken <= failed <= rows_broken | may_fail, {k: rows[k]["why"] for k in failed ^ rows_broken}
     assert code == 1
 
 
