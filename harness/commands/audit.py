@@ -110,10 +110,13 @@ def _refusal(spec) -> str | None:
               help="run only these scenarios of the battery (docs/audit.md); the other promises' rows say so")
 @click.option("--option", "-o", "options", multiple=True, help="option NAME=VALUE for every run (chaos list --options)")
 @click.option("--store", default="store", show_default=True, help="where the runs and store/audit/<timestamp>/ land")
+@click.option("--recheck", "recheck", default=None, metavar="AUDIT_DIR",
+              help="judge a finished audit's runs again with today's checkers and write its card anew (no server "
+                   "starts; the other flags but --json and --junit are not used)")
 @click.option("--json", "as_json", is_flag=True, help="print the card as one JSON object on stdout (the rest to stderr)")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None, help="also write one JUnit testcase per promise")
 def audit(backend, client_cmd, servers, lock, renew, budget, shrink_min, seed, ttl_ms, acquire_timeout, concurrency, scenarios, options,
-          store, as_json, junit):
+          store, recheck, as_json, junit):
     """Run a battery of faults scaled to one client's TTL and timeouts; print a card per promise.
 
     Exit 1 on any FAIL, 0 when every tested promise held, 2 when nothing could be judged,
@@ -122,6 +125,8 @@ def audit(backend, client_cmd, servers, lock, renew, budget, shrink_min, seed, t
     from harness.commands.cli import parse_options
     from harness.core.spec import TestSpec
 
+    if recheck is not None:
+        return _recheck(recheck, as_json, junit)
     opts = parse_options(options)
     if client_cmd is not None:
         if backend not in (None, "external"):
@@ -288,6 +293,59 @@ def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, juni
         print(f"chaos audit: INTERRUPTED by {interrupts.how(ended)} after {len(runs)} finished run(s); the card "
               f"covers only those; {interrupts.exit_line(ended)}", file=human)
         return interrupts.exit_code(ended)
+    print(f"exit code: {doc['exit_code']}", file=human)
+    return doc["exit_code"]
+
+
+def _recheck(adir: str, as_json: bool, junit: str | None) -> int:
+    """`--recheck AUDIT_DIR`: each of the audit's runs judged again from its history (as `chaos
+    report` does: results.json and the report rewritten), and the card made again from them, with
+    the battery of the audit's own numbers; the shrinks already made are kept beside their runs."""
+    from harness.core.pathcheck import DIR, check_path
+    from harness.core.safefile import read_inside
+    from harness.engine.analysis import analyse
+    from results.audit import write_card_html
+    from results.store import load_run, write_json
+
+    check_path(adir, want=DIR, write=True, replaces=("audit.json", "audit.html"),
+               hint="give an audit's directory, store/audit/<timestamp>/")
+    d = Path(adir)
+    try:
+        doc = json.loads(read_inside(d, d / "audit.json").decode("utf-8"))
+        client = plan.Client(ttl_ms=int(doc["ttl_ms"]), acquire_timeout_s=float(doc["acquire_timeout_s"]),
+                             session_s=doc.get("session_s"), command_timeout_s=doc.get("command_timeout_s"),
+                             renew=bool(doc["renew"]), fencing=bool(doc["fenced"]))
+        names = [s["name"] for s in doc["scenarios"]]
+        stored = [(r["scenario"], int(r["seed"]), str(r["run_dir"])) for r in doc["runs"]]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise BadArgument(f"{d / 'audit.json'} is not an audit's card ({type(e).__name__}: {e}); give the "
+                          f"directory chaos audit wrote, store/audit/<timestamp>/") from None
+    battery = {s.name: s for s in plan.battery(client)}
+    scenarios = [battery[n] for n in names if n in battery]
+    external = doc.get("backend") == "external"
+    shrunk = {f["run_dir"]: f["shrunk"] for r in doc.get("rows") or [] for f in r.get("failures") or [] if f.get("shrunk")}
+    runs = []
+    for scenario, seed, run_dir in stored:
+        spec, _ = load_run(run_dir, need_dir=True)
+        runs.append(plan.Run(scenario=scenario, seed=seed, run_dir=run_dir, doc=analyse(spec, Path(run_dir)),
+                             replay=replay_command(run_dir, doc.get("client") if external else None,
+                                                   str(Path(run_dir).parent.parent))))
+    rows = plan.card(scenarios, runs, doc.get("not_tested") or {}, fenced=client.fencing, lock=doc.get("lock") or "mutex")
+    _attach(rows, shrunk)
+    doc.update(rows=rows, exit_code=plan.exit_code(rows), rechecked=time.strftime("%Y-%m-%dT%H:%M:%S"),
+               runs=[{"scenario": r.scenario, "seed": r.seed, "run_dir": r.run_dir,
+                      "valid": (r.doc.get("summary") or {}).get("valid")} for r in runs])
+    write_json(d / "audit.json", doc)
+    write_card_html(d / "audit.html", doc)
+    if junit:
+        from results.junit import write_junit
+
+        write_junit(junit, junit_cases(rows, str(doc.get("client"))), suite="chaos audit")
+    human = sys.stderr if as_json else sys.stdout
+    print(f"chaos audit --recheck {d}: {len(runs)} run(s) judged again", file=human)
+    print(card_text(rows), file=human)
+    if as_json:
+        print(json.dumps(doc, default=str))
     print(f"exit code: {doc['exit_code']}", file=human)
     return doc["exit_code"]
 

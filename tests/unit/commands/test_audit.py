@@ -210,3 +210,36 @@ def test_the_client_describes_itself_and_flags_win(tmp_path, monkeypatch):
     pause = [s for s in runner.specs if s.nemesis == ("pause",)][0]
     assert pause.nemesis_interval == 3.75  # servers paused 1.5 x the command timeout it stated
     assert all(s.ttl_ms == 5000 and s.renew for s in runner.specs)
+
+
+def test_recheck_judges_a_finished_audits_runs_again_and_keeps_their_shrinks(tmp_path, capsys):
+    from tests.paths import TESTS
+
+    run = tmp_path / "store" / "redis-kill-holder" / "20261206T080000"
+    run.mkdir(parents=True)
+    (run / "spec.json").write_text(json.dumps({"backend": "redis", "nemesis": ["kill-holder"], "time_limit": 15,
+                                               "seed": 1, "ttl_ms": 2000, "acquire_timeout": 2.0}))
+    (run / "history.jsonl").write_text((TESTS / "golden" / "liveness" / "outlived-bad.jsonl").read_text())
+    adir = tmp_path / "store" / "audit" / "20261206T080100"
+    adir.mkdir(parents=True)
+    shrunk = {"schedule": "1 fault: kill-holder", "faults": 1, "of_faults": 2, "time_limit": 12.0,
+              "rate": "reproduced in 2 of 2", "replay": "chaos run --replay X"}
+    old = {"client": "redis", "backend": "redis", "ttl_ms": 2000, "acquire_timeout_s": 2.0, "session_s": None,
+           "renew": False, "fenced": True, "scenarios": [{"name": "kill-holder"}], "not_tested": {},
+           "runs": [{"scenario": "kill-holder", "seed": 1, "run_dir": str(run), "valid": True}],
+           "rows": [{"promise": "outlived", "status": "PASS", "failures": [{"run_dir": str(run), "shrunk": shrunk}]}]}
+    (adir / "audit.json").write_text(json.dumps(old))
+    code = cmd.audit.main(["--recheck", str(adir)], standalone_mode=False)
+    card = json.loads((adir / "audit.json").read_text())
+    rows = {r["promise"]: r for r in card["rows"]}
+    assert code == 1 and card["exit_code"] == 1 and card["rechecked"]
+    f = rows["outlived"]["failures"][0]
+    assert rows["outlived"]["status"] == "FAIL" and f["run_dir"] == str(run) and f["shrunk"] == shrunk
+    assert (run / "results.json").is_file() and card["runs"][0]["valid"] is False
+    assert "judged again" in capsys.readouterr().out and (adir / "audit.html").is_file()
+
+
+def test_recheck_of_what_is_not_an_audit_is_one_sentence(tmp_path):
+    (tmp_path / "audit.json").write_text("{}")
+    r = chaos("audit", "--recheck", str(tmp_path), timeout=60)
+    assert r.returncode == 254 and "is not an audit's card" in r.stderr and len(r.stderr.strip().splitlines()) == 1
