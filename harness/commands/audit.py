@@ -227,6 +227,10 @@ def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, juni
             run = plan.Run(scenario=s.name, seed=spec.seed, run_dir=str(out.run_dir), doc=out.results,
                            replay=replay_command(str(out.run_dir), client_cmd, base.store))
             runs.append(run)
+            if out.interrupted:  # a prefix of a run: what it found stands, but it calibrates nothing
+                done.append((s.name, plan.found(out.results, client.fencing)))
+                interrupted, ended = True, out.signal or interrupts.ended_by()
+                break
             if s.name == "contention" and k == 0:
                 calibration = plan.calibration(out.results)
                 print(f"  fault-free: {plan.calibration_words(calibration)}", file=human, flush=True)
@@ -243,9 +247,6 @@ def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, juni
             print(f"  {s.name}: {'FOUND something' if hit else 'nothing found'}; findings so far: "
                   f"{', '.join(fails) if fails else 'none'} ({round(time.monotonic() - t0)} s of a {budget_s:g} s "
                   f"budget)", file=human, flush=True)
-            if out.interrupted:
-                interrupted, ended = True, out.signal or interrupts.ended_by()
-                break
     except KeyboardInterrupt:  # between two runs: nothing is half done
         interrupted, ended = True, interrupts.ended_by()
     interrupted = interrupted or bool(interrupts.presses())

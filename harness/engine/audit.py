@@ -385,7 +385,9 @@ def card(scenarios: Sequence[Scenario], runs: Sequence[Run], refused: dict[str, 
             not_run = [f"{s.name}: {refused[s.name]}" for s in mine if s.name in refused]
             ran = {r.scenario for r in runs}
             missing = [s.name for s in mine if s.name not in refused and s.name not in ran]
+            silent = ran & {s.name for s in mine} and all(_verdict(p, r.doc)[0] is None for r in runs)
             row["why"] = "; ".join(dict.fromkeys(reasons)) or "; ".join(not_run) or \
+                (f"its checker ({p.checkers[0]}) did not run: it does not apply to this client" if silent else "") or \
                 (f"its scenarios did not run ({', '.join(missing)})" if missing else "no scenario that exercises it was run")
     return rows
 

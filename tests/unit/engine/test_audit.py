@@ -234,3 +234,9 @@ def test_a_tokenless_client_leaves_fencing_not_tested_and_unjudged_overlaps_are_
     tokened = doc(checkers={**ALL_TRUE, "writes": False}, stale_writes_accepted=1, writes_with_token=9, writes_ok=9)
     assert rows_of(plan.card(plan.battery(HONEST), [run("pause-holder", tokened)], {}, fenced=True))["fencing"][
         "status"] == plan.FAIL
+
+
+def test_a_row_whose_checker_never_ran_says_so():
+    builtin = doc(checkers={k: v for k, v in ALL_TRUE.items() if k != "alive"})  # a built-in design: no alive
+    r = rows_of(plan.card(plan.battery(HONEST), [run("contention", builtin)], {}, fenced=True))
+    assert r["alive"]["status"] == plan.NOT_TESTED and "its checker (alive) did not run" in r["alive"]["why"]
