@@ -62,19 +62,26 @@ type lease struct {
 	stop    context.CancelFunc // ends our listening to the session's keepalives
 }
 
+// epoch: the process's start; times below are time.Since(epoch), read on the monotonic clock
+// (UnixNano strips it: a wall-clock step between a confirmation and the reply then moved the
+// validity by the step, e.g. 7.7 s for a 2 s lease under a clock stepped back 6.6 s).
+var epoch = time.Now()
+
+func mono(t time.Time) int64 { return t.Sub(epoch).Nanoseconds() }
+
 // listen notes when etcd last confirmed a session's lease: the send of its Grant, then each
 // keepalive reply (the session sends them; we only add a listener, as clientv3 allows). The
 // lease lives until a TTL after that, not after Lock returned: a waiter's Lock renews nothing.
 func listen(id clientv3.LeaseID, granted time.Time) (*atomic.Int64, context.CancelFunc) {
 	last := &atomic.Int64{}
-	last.Store(granted.UnixNano())
+	last.Store(mono(granted))
 	ctx, cancel := context.WithCancel(context.Background())
 	ch, err := cli.KeepAlive(ctx, id)
 	if err == nil {
 		go func() {
 			for r := range ch {
 				if r != nil && r.TTL > 0 {
-					last.Store(time.Now().UnixNano())
+					last.Store(mono(time.Now()))
 				}
 			}
 		}()
@@ -167,7 +174,7 @@ func acquire(req request) reply {
 	// Valid for a TTL from etcd's last confirmation of the session's lease (below zero if it
 	// lapsed while we waited: what the library handed out is reported, not refused).
 	leases[mu.Key()] = &lease{session: s, mutex: mu, ttl: ttl, stop: stop}
-	validMs := int64(ttl)*1000 - (time.Now().UnixNano()-confirmed.Load())/1e6
+	validMs := int64(ttl)*1000 - (mono(time.Now())-confirmed.Load())/1e6
 	return reply{"type": "ok", "value": mu.Key(), "token": mu.Header().Revision, "valid_ms": validMs}
 }
 
