@@ -4,7 +4,8 @@ servers. A campaign test: the audits of these libraries (docs/findings-node-go-j
 their real test; this only keeps the shells from rotting.
 
 The two that state no validity (redis-semaphore and etcd3 omit valid_ms, as their libraries
-state none) fail exactly client-check's valid_ms step, which the protocol allows them to."""
+state none) get a NOTE at client-check's valid_ms step, which the protocol allows: every step
+passes."""
 
 import shutil
 
@@ -28,8 +29,9 @@ def test_the_shell_speaks_the_protocol(name, package, servers, states_validity):
               f"node or the client's npm packages (scripts/clients/{name}.sh)")
     r = chaos("client-check", f"node {client / 'client.js'}", "--servers", servers)
     out = r.stdout + r.stderr
-    failed = [line for line in r.stdout.splitlines() if line.strip().startswith("FAIL")]
+    noted = [line for line in r.stdout.splitlines() if line.strip().startswith("NOTE")]
+    assert r.returncode == 0 and "FAIL" not in r.stdout, out
     if states_validity:
-        assert r.returncode == 0 and r.stdout.count("PASS") == 12, out
+        assert r.stdout.count("PASS") == 12 and not noted, out
     else:
-        assert r.stdout.count("PASS") == 11 and len(failed) == 1 and VALID_MS_STEP in failed[0], out
+        assert r.stdout.count("PASS") == 11 and len(noted) == 1 and VALID_MS_STEP in noted[0], out
