@@ -352,7 +352,7 @@ def card(scenarios: Sequence[Scenario], runs: Sequence[Run], refused: dict[str, 
         if p.key == "fencing" and not fenced:
             row["why"] = "the client hands out no fencing tokens"
             continue
-        reasons: list[str] = []
+        reasons: dict[str, list[str]] = {}  # why a run could not judge the row -> the scenarios it happened in
         unjudged = 0
         mine = [s for s in scenarios if p.every or p.key in s.exercises]
         for run in runs:
@@ -368,7 +368,7 @@ def card(scenarios: Sequence[Scenario], runs: Sequence[Run], refused: dict[str, 
             elif v is True:
                 row["runs_judged"] += exercising
             elif v is not None and exercising and reason:
-                reasons.append(f"{run.scenario}: {reason}")
+                reasons.setdefault(reason, []).append(run.scenario)
                 if reason != NO_TOKEN:  # a run that could not judge the row says so even beside runs that did
                     row["notes"].append(f"{run.scenario} seed {run.seed}: not judged: {reason}")
                     unjudged += 1
@@ -386,10 +386,16 @@ def card(scenarios: Sequence[Scenario], runs: Sequence[Run], refused: dict[str, 
             ran = {r.scenario for r in runs}
             missing = [s.name for s in mine if s.name not in refused and s.name not in ran]
             silent = ran & {s.name for s in mine} and all(_verdict(p, r.doc)[0] is None for r in runs)
-            row["why"] = "; ".join(dict.fromkeys(reasons)) or "; ".join(not_run) or \
+            row["why"] = "; ".join(f"{why} ({_some(where)})" for why, where in reasons.items()) or "; ".join(not_run) or \
                 (f"its checker ({p.checkers[0]}) did not run: it does not apply to this client" if silent else "") or \
                 (f"its scenarios did not run ({', '.join(missing)})" if missing else "no scenario that exercises it was run")
     return rows
+
+
+def _some(names: list[str]) -> str:
+    """The scenarios a reason was seen in, at most three named."""
+    names = list(dict.fromkeys(names))
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 def exit_code(rows: Sequence[dict]) -> int:
