@@ -226,8 +226,10 @@ def _audit(base, client, scenarios, refused, budget_s, client_cmd, as_json, juni
                 continue
             run = plan.Run(scenario=s.name, seed=spec.seed, run_dir=str(out.run_dir), doc=out.results,
                            replay=replay_command(str(out.run_dir), client_cmd, base.store))
+            if out.interrupted:  # a prefix of a run: what it found stands, but it keeps no promise, calibrates nothing
+                run = replace(run, partial=True)
             runs.append(run)
-            if out.interrupted:  # a prefix of a run: what it found stands, but it calibrates nothing
+            if out.interrupted:
                 done.append((s.name, plan.found(out.results, client.fencing)))
                 interrupted, ended = True, out.signal or interrupts.ended_by()
                 break

@@ -306,6 +306,7 @@ class Run:
     run_dir: str
     doc: dict
     replay: str = ""
+    partial: bool = False  # interrupted: what it found stands, but it keeps no promise (a prefix of a run)
 
 
 def fails(promise: str, doc: dict) -> bool:
@@ -357,6 +358,8 @@ def card(scenarios: Sequence[Scenario], runs: Sequence[Run], refused: dict[str, 
         mine = [s for s in scenarios if p.every or p.key in s.exercises]
         for run in runs:
             v, cause, reason = _verdict(p, run.doc)
+            if run.partial and v is not False:
+                continue
             exercising = run.scenario in by_name and by_name[run.scenario] in mine
             if v is False:
                 row["failures"].append({"scenario": run.scenario, "seed": run.seed, "run_dir": run.run_dir,

@@ -240,3 +240,12 @@ def test_a_row_whose_checker_never_ran_says_so():
     builtin = doc(checkers={k: v for k, v in ALL_TRUE.items() if k != "alive"})  # a built-in design: no alive
     r = rows_of(plan.card(plan.battery(HONEST), [run("contention", builtin)], {}, fenced=True))
     assert r["alive"]["status"] == plan.NOT_TESTED and "its checker (alive) did not run" in r["alive"]["why"]
+
+
+def test_an_interrupted_run_fails_rows_but_passes_none():
+    prefix = plan.Run(scenario="contention", seed=1, run_dir="/s/c/1", doc=doc(checkers=ALL_TRUE), partial=True)
+    r = rows_of(plan.card(plan.battery(HONEST), [prefix], {}, fenced=True))
+    assert plan.PASS not in {x["status"] for x in r.values()}
+    found = plan.Run(scenario="kill-holder", seed=1, run_dir="/s/k/1", partial=True,
+                     doc=doc(checkers={**ALL_TRUE, "outlived": False}, holder_deaths=1))
+    assert rows_of(plan.card(plan.battery(HONEST), [found], {}, fenced=True))["outlived"]["status"] == plan.FAIL
