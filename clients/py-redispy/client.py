@@ -27,7 +27,7 @@ def main() -> None:
                 else:
                     s, opts = req["servers"][0], req.get("options") or {}
                     # The application's socket timeouts (redis-py's default is none: a lost reply would
-                    # hang forever). Everything else is redis-py's default, its 3 retries included.
+                    # hang forever). Everything else is redis-py's default, its 10 retries included.
                     t = float(opts.get("socket_timeout_ms", 500)) / 1000
                     r = redis.Redis(host=s["host"], port=s["port"], socket_timeout=t, socket_connect_timeout=t)
                     rep = {"type": "ok"}
