@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# redis-py's Lock over the client protocol (clients/py-redispy): a venv with its pinned release.
+# Safe to run again: installs only when requirements.txt changed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. scripts/pyvenv.sh
+make_venv clients/py-redispy

@@ -1,0 +1,1 @@
+"""Shipped lock libraries wrapped as protocol clients (clients/py-*); nothing shared yet."""
