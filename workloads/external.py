@@ -436,8 +436,10 @@ class ExternalClient:
         if rep["type"] != "ok":
             raise ClientBroke(str(rep.get("error") or rep["type"]))
         valid_ms = self._valid_ms(rep, "renew")
-        if valid_ms is None:  # renewed, for how long it does not say: no validity on record
-            return dataclasses.replace(lease, reported=False)
+        if valid_ms is None:  # renewed, for how long it does not say: no validity on record, and the
+            # holder's next renew paced by the TTL from now (the old expiry made it renew in a busy loop)
+            ttl_ms = lease.meta.get("ttl_ms") or 0
+            return dataclasses.replace(lease, reported=False, valid_until_ns=time.monotonic_ns() + int(ttl_ms * 1e6))
         return Lease(key=lease.key, value=lease.value, token=lease.token, acquired_ns=lease.acquired_ns,
                      valid_until_ns=time.monotonic_ns() + int(valid_ms * 1e6), meta=lease.meta)
 

@@ -243,6 +243,8 @@ def _verdict(row: Promise, doc: dict) -> tuple[Any, str | None, str | None]:
                 (("releases_ok_after_lease_lost", "release"), ("renews_ok_after_lease_lost", "renew")) if s.get(k)]
         if late:
             return False, " and ".join(late) + ": the client cannot tell", None
+        if s.get("releases_ok_after_lease_lost") is None:  # the rw and semaphore exclusion checks do not count them
+            return "unknown", None, "releases said ok after the lock was lost are counted for the mutex only"
         return (True, None, None) if valid is True or valid is False else ("unknown", None, why or "mutex unjudged")
     if valid is True and row.key == "outlived" and not (s.get("holder_deaths") or s.get("acquirer_deaths")):
         return "unknown", None, "no holder died in the run (the kill never landed)"

@@ -154,8 +154,13 @@ def test_a_release_that_said_ok_after_the_lease_was_lost_fails_truthful():
     lied = doc(checkers=ALL_TRUE, releases_ok_after_lease_lost=2)
     r = rows_of(plan.card(plan.battery(HONEST), [run("lose-release-request", lied)], {}, fenced=True))
     assert r["truthful"]["status"] == plan.FAIL and "2 release(s) said ok" in r["truthful"]["why"]
-    honest = rows_of(plan.card(plan.battery(HONEST), [run("lose-release-request", doc(checkers=ALL_TRUE))], {}, fenced=True))
+    honest = rows_of(plan.card(plan.battery(HONEST), [run("lose-release-request", doc(
+        checkers=ALL_TRUE, releases_ok_after_lease_lost=0, renews_ok_after_lease_lost=0))], {}, fenced=True))
     assert honest["truthful"]["status"] == plan.PASS
+    # an rw or semaphore run does not count them: not judged, never a silent PASS
+    kinds = rows_of(plan.card(plan.battery(HONEST), [run("lose-release-request", doc(checkers=ALL_TRUE))], {},
+                              fenced=True))
+    assert kinds["truthful"]["status"] == plan.NOT_TESTED and "mutex only" in kinds["truthful"]["why"]
 
 
 def test_unknown_verdicts_and_refusals_are_not_tested_with_their_reason():
