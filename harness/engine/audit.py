@@ -222,6 +222,7 @@ def first_pass_s(scenarios: Sequence[Scenario], cost: Callable[[Scenario], float
 
 EXPLAINED = "explained"  # a mutex overlap with a named cause: the lease's known exposure under that fault
 NO_TOKEN = "the client handed out no fencing token (token null), so no write could be fenced"
+NO_WRITES = "no holder wrote (a semaphore's holders share the resource, or -o resource=none): nothing to fence"
 
 
 def _verdict(row: Promise, doc: dict) -> tuple[Any, str | None, str | None]:
@@ -236,8 +237,8 @@ def _verdict(row: Promise, doc: dict) -> tuple[Any, str | None, str | None]:
     valid, why = r.get("valid"), (s.get("not_judged") or {}).get(name) or r.get("error")
     if row.key == "mutex":
         return _mutex(s, valid, why)
-    if row.key == "fencing" and s.get("writes_with_token") == 0 and (s.get("writes_ok") or s.get("writes_info")):
-        return "unknown", None, NO_TOKEN  # a write without a token cannot be fenced: nothing to judge
+    if row.key == "fencing" and s.get("writes_with_token") == 0:  # a write without a token cannot be fenced
+        return "unknown", None, NO_TOKEN if s.get("writes_ok") or s.get("writes_info") else NO_WRITES
     if row.key == "truthful":
         late = [f"{s.get(k)} {f}(s) said ok after the lock was lost" for k, f in
                 (("releases_ok_after_lease_lost", "release"), ("renews_ok_after_lease_lost", "renew")) if s.get(k)]
@@ -374,7 +375,7 @@ def card(scenarios: Sequence[Scenario], runs: Sequence[Run], refused: dict[str, 
                 row["runs_judged"] += exercising
             elif v is not None and exercising and reason:
                 reasons.setdefault(reason, []).append(run.scenario)
-                if reason != NO_TOKEN:  # a run that could not judge the row says so even beside runs that did
+                if reason not in (NO_TOKEN, NO_WRITES):  # a run that could not judge the row says so beside those that did
                     row["notes"].append(f"{run.scenario} seed {run.seed}: not judged: {reason}")
                     unjudged += 1
         if row["failures"]:

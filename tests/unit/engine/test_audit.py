@@ -254,3 +254,9 @@ def test_an_interrupted_run_fails_rows_but_passes_none():
     found = plan.Run(scenario="kill-holder", seed=1, run_dir="/s/k/1", partial=True,
                      doc=doc(checkers={**ALL_TRUE, "outlived": False}, holder_deaths=1))
     assert rows_of(plan.card(plan.battery(HONEST), [found], {}, fenced=True))["outlived"]["status"] == plan.FAIL
+
+
+def test_a_run_where_no_holder_wrote_leaves_fencing_not_tested():
+    idle = doc(checkers=ALL_TRUE, writes_with_token=0, writes_ok=0, writes_info=0)
+    r = rows_of(plan.card(plan.battery(HONEST), [run("contention", idle)], {}, fenced=True))
+    assert r["fencing"]["status"] == plan.NOT_TESTED and "no holder wrote" in r["fencing"]["why"]
