@@ -15,6 +15,7 @@ A promise nobody judged never counts as kept (Jepsen's compose rule).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
@@ -374,7 +375,8 @@ def card(scenarios: Sequence[Scenario], runs: Sequence[Run], refused: dict[str, 
             elif v is True:
                 row["runs_judged"] += exercising
             elif v is not None and exercising and reason:
-                reasons.setdefault(reason, []).append(run.scenario)
+                same = next((r for r in reasons if _shape(r) == _shape(reason)), reason)  # counts apart, one reason
+                reasons.setdefault(same, []).append(run.scenario)
                 if reason not in (NO_TOKEN, NO_WRITES):  # a run that could not judge the row says so beside those that did
                     row["notes"].append(f"{run.scenario} seed {run.seed}: not judged: {reason}")
                     unjudged += 1
@@ -396,6 +398,10 @@ def card(scenarios: Sequence[Scenario], runs: Sequence[Run], refused: dict[str, 
                 (f"its checker ({p.checkers[0]}) did not run: it does not apply to this client" if silent else "") or \
                 (f"its scenarios did not run ({', '.join(missing)})" if missing else "no scenario that exercises it was run")
     return rows
+
+
+def _shape(reason: str) -> str:
+    return re.sub(r"\d+(\.\d+)?", "#", reason)
 
 
 def _some(names: list[str]) -> str:
