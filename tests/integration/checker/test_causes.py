@@ -31,7 +31,12 @@ def summary(r):
 def test_a_client_with_a_bug_gets_unexplained_with_no_fault(tmp_path, mode):
     s = summary(chaos("run", "--client", f"{LIAR} {mode}", "--servers", "valkey:1", "--time-limit", "5",
                       "--concurrency", "3", "--seed", "1", "--store", str(tmp_path), "--json"))
-    assert s["violations"] >= 1 and s["unexplained"] == s["violations"], s["violations_by_cause"]
+    # no fault, so nothing excuses them: every violation is UNEXPLAINED, or (skip-nx) follows from a
+    # release by a process whose key a steal overwrote (two plain SETs answered in the same
+    # millisecond: which came first is a tie the history cannot break), the client's own doing too
+    causes = s["violations_by_cause"]
+    assert s["violations"] >= 1 and s["unexplained"] >= 1 and set(causes) <= {"unexplained", "early-foreign-release"}, \
+        causes
     text = chaos("check", s["run_dir"]).stdout
     assert "UNEXPLAINED" in text, text
 
