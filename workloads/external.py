@@ -92,13 +92,14 @@ def parse_servers(text: str) -> tuple[str, int]:
     return kind, int(count)
 
 
-def _ms(options: Mapping[str, Any] | None, name: str) -> float:
-    """A slow link's delay option as a number of ms (0 when absent or not a number)."""
+def option_ms(options: Mapping[str, Any] | None, name: str) -> float | None:
+    """An option given in ms (a slow link's delay, a client's own session or command timeout, which
+    reach a client as the strings given), as a number of 0..600000 ms; None when absent or not one."""
     try:
-        v = float((options or {}).get(name) or 0)
+        v = float((options or {}).get(name))
     except (TypeError, ValueError):
-        return 0.0
-    return v if 0 <= v <= 600_000 else 0.0
+        return None
+    return v if 0 <= v <= 600_000 else None
 
 
 class ExternalClient:
@@ -152,7 +153,7 @@ class ExternalClient:
         # a slow link (slow-link's -o delay_ms / jitter_ms) makes each of the client's round trips
         # slower: its answers may come that much later (a few round trips each, Redlock's to five
         # servers) before it counts as hung, so the harness never breaks the client first
-        self.margin = MARGIN_S + ROUND_TRIPS * 2 * (_ms(options, "delay_ms") + _ms(options, "jitter_ms")) / 1000
+        self.margin = MARGIN_S + ROUND_TRIPS * 2 * ((option_ms(options, "delay_ms") or 0.0) + (option_ms(options, "jitter_ms") or 0.0)) / 1000
         self.lock = v["lock"]  # told in init, apart from the options (TestSpec.validate sets it from --lock)
         self.options = {k: val for k, val in (options or {}).items() if k not in ("command", "servers", "lock")}
         self.proc: subprocess.Popen | None = None

@@ -41,24 +41,16 @@ def _client(backend: str, options: dict, ttl_ms: int, timeout_s: float, renew: b
             stated: dict | None = None) -> plan.Client:
     from harness.core import plugins
     from harness.core.options import values
+    from workloads.external import option_ms
 
     cls = plugins.backend_class(backend)
     declared = values(options, getattr(cls, "OPTIONS", ()) or ())
     stated = stated or {}
-    session = declared.get("session_timeout_ms") or _ms(options.get("session_timeout_ms")) or stated.get("session_ms")
-    command = _ms(options.get("command_timeout_ms")) or stated.get("command_timeout_ms")
+    session = declared.get("session_timeout_ms") or option_ms(options, "session_timeout_ms") or stated.get("session_ms")
+    command = option_ms(options, "command_timeout_ms") or stated.get("command_timeout_ms")
     return plan.Client(ttl_ms=ttl_ms, acquire_timeout_s=timeout_s, session_s=session / 1000 if session else None,
                        command_timeout_s=command / 1000 if command else None,
                        renew=renew, fencing=bool(getattr(cls, "has_fencing", False)))
-
-
-def _ms(text) -> float | None:
-    """A client's own -o NAME=MS option (a string; its own names are not declared), if a number."""
-    try:
-        v = float(text)
-    except (TypeError, ValueError):
-        return None
-    return v if 0 < v <= 600_000 else None
 
 
 def _spec(base, s: plan.Scenario, seed: int):
