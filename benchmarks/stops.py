@@ -31,7 +31,7 @@ def main_of(main: Callable[[], Any], name: str) -> None:
         with interrupts.first_press_ends():
             code = main()
     except KeyboardInterrupt:
-        interrupts.ignore_stops()  # a second press must not end the exit itself
+        interrupts.exiting_interrupted()  # a second press must not end the exit itself
         print(f"{name}: INTERRUPTED; what is printed above is what was measured; {interrupts.exit_line()}",
               file=sys.stderr, flush=True)
         sys.exit(interrupts.exit_code())

@@ -26,7 +26,7 @@ def main() -> None:
     try:
         from harness.commands.cli import main as cli_main
     except KeyboardInterrupt:
-        interrupts.ignore_stops()
+        interrupts.exiting_interrupted()
         got = arrived[0] if arrived else signal.SIGINT
         print(f"chaos: INTERRUPTED before it started; {interrupts.exit_line(got)}", file=sys.stderr)
         sys.exit(interrupts.exit_code(got))

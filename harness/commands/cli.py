@@ -374,7 +374,7 @@ def _interrupted() -> None:
     """A command that a signal ended without a last line of its own: say so, exit 130, 143 or 129."""
     from harness.core import interrupts
 
-    interrupts.ignore_stops()  # a second or third press must not end the exit itself (-2)
+    interrupts.exiting_interrupted()
     print(f"chaos: INTERRUPTED; {interrupts.exit_line()}", file=sys.stderr)
     sys.exit(interrupts.exit_code())
 
@@ -419,7 +419,7 @@ def main(argv: list[str] | None = None) -> None:
         # raise in the interpreter's teardown (multiprocessing's atexit) and die of SIGINT (-2).
         from harness.core import interrupts
 
-        interrupts.ignore_stops()
+        interrupts.exiting_interrupted()
     sys.exit(code)
 
 

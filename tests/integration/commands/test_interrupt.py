@@ -310,10 +310,23 @@ def test_a_signal_to_the_whole_process_group_loses_no_op(tmp_path, backend, sig,
     assert {k: after[k] - before[k] for k in after if after[k] - before[k]} == {}, err[-2000:]
 
 
-@pytest.mark.parametrize("delay_s", [0.05, 0.3, 0.6, 0.9, 1.3, 2.0])
+def _wait_for_the_commands_handlers(pid: int) -> None:
+    """Until process pid catches SIGHUP (harness/entry.py's first act; the interpreter alone
+    catches only SIGINT): the moment a press is the command's to answer, whatever the load."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        caught = next((int(line.split()[1], 16) for line in open(f"/proc/{pid}/status") if line.startswith("SigCgt:")), 0)
+        if caught & (1 << (signal.SIGHUP - 1)):
+            return
+        time.sleep(0.002)
+    raise AssertionError("the command never set its handlers")
+
+
+@pytest.mark.parametrize("delay_s", [0.0, 0.05, 0.3, 0.6, 0.9, 1.3, 2.0])
 def test_a_press_at_any_moment_of_start_up_ends_the_run(tmp_path, delay_s):
-    """The moment of the press swept across start-up: Python still importing, the run dir
-    made, namespaces and servers coming up, workers starting, the first ops. Each time the
+    """The moment of the press swept across start-up, counted from when the command's own
+    handlers are in place (a press before, while the interpreter itself starts, is Python's to
+    answer): the harness still importing, the run dir made, namespaces and servers coming up, workers starting, the first ops. Each time the
     command ends at once with 130 and its last line says so, never runs on to a verdict of 0
     (a press inside a start-up step's shield used to be swallowed: VALID, exit 0), never
     prints a traceback (a press before the fork server ignored it killed it), leaves nothing."""
@@ -322,6 +335,7 @@ def test_a_press_at_any_moment_of_start_up_ends_the_run(tmp_path, delay_s):
     p = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", "redlock", "--time-limit", "30",
                           "--seed", "3", "--store", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
+    _wait_for_the_commands_handlers(p.pid)
     time.sleep(delay_s)
     import os
 

@@ -27,6 +27,11 @@ pytestmark = pytest.mark.integration
 BACKENDS = ["redis", "redis-unsafe-release", "redis-setnx-expire", "redlock", "pottery", "python-redis-lock",
             "zookeeper", "zookeeper-recipe", "etcd", "etcd-recipe"]
 FENCED = {"redis", "zookeeper", "zookeeper-recipe", "etcd", "etcd-recipe"}
+# A library's own flaw that a fault-free run may show, never anything else (docs/findings-python.md):
+# python-redis-lock 4.0.1 starts its whole BLPOP wait again each time a waiter is woken and loses the
+# SET to a client that was not waiting, so an acquire(timeout=2) under contention answers after 3 s
+# (seed 16 here; seed 11 once on CI).
+LIBRARY_FLAWS = {"python-redis-lock": {"timeouts"}}
 
 
 def _summary(r) -> dict:
@@ -48,8 +53,13 @@ def test_clean_run_is_valid(backend, tmp_path):
     r = chaos("run", "--backend", backend, "--nemesis", "none", "--time-limit", "4", "--concurrency", "3",
               "--seed", "11", "--no-netns", "--store", str(tmp_path), "--json", timeout=120)
     s = _summary(r)
-    assert r.returncode == 0, f"{backend}: {s}\n{r.stderr[-3000:]}"
-    assert s["valid"] is True and s["violations"] == 0 and s["lost_updates"] == 0
+    failed = {name for name, ok in s["checkers"].items() if ok is False}
+    if r.returncode == 1 and failed and failed <= LIBRARY_FLAWS.get(backend, set()):
+        assert s["acquires_late"] >= 1 and s["acquires_early"] == 0, s  # late, never given up early
+    else:
+        assert r.returncode == 0, f"{backend}: {s}\n{r.stderr[-3000:]}"
+        assert s["valid"] is True
+    assert s["violations"] == 0 and s["lost_updates"] == 0
     assert s["acquires_ok"] >= 3, s
     history = [json.loads(line) for line in open(Path(s["run_dir"]) / "history.jsonl")]
     oks = sorted((o for o in history if o["f"] == "acquire" and o["type"] == "ok"), key=lambda o: o["time_ns"])

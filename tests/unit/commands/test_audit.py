@@ -92,11 +92,11 @@ def test_a_clean_audit_exits_0_and_writes_its_card_everywhere(tmp_path, monkeypa
     runner = FakeRunner(tmp_path, lambda spec: doc(GOOD, holder_deaths=1))
     code, card, junit = audit(tmp_path, monkeypatch, runner, refused={"partition": "one server cannot be partitioned"})
     assert code == 0 and card["exit_code"] == 0
-    assert len(runner.specs) == len(card["scenarios"]) == 14  # every scenario once, budget 0
+    assert len(runner.specs) == len(card["scenarios"]) == 15  # every scenario once, budget 0
     assert {s.nemesis for s in runner.specs} >= {("pause-holder",), ("cut-in-flight",), ("clock-skew",), ()}
     assert all(s.seed == 7 and s.fencing for s in runner.specs)
     out = capsys.readouterr().out
-    assert "NOT TESTED partition: one server cannot be partitioned" in out and "[run 1 of 14]" in out
+    assert "NOT TESTED partition: one server cannot be partitioned" in out and "[run 1 of 15]" in out
     assert "no two holders" in out and "exit code: 0" in out.splitlines()[-1]
     assert (Path(card["runs"][0]["run_dir"]).parent / "audit").is_dir()
     page = next((tmp_path / "audit").glob("*/audit.html")).read_text()
