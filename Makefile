@@ -2,7 +2,7 @@
 PY ?= python3
 DEFAULT_RUN = --backend redlock --nemesis clock-skew --time-limit 30 --concurrency 5 --seed 7
 
-.PHONY: install compose compose-harness chaos test unit clean
+.PHONY: install compose compose-harness swarm swarm-down chaos test unit clean
 
 install:
 	@bash scripts/install.sh
@@ -15,6 +15,14 @@ compose: install
 
 compose-harness: compose
 	@bash scripts/compose/images.sh harness
+
+# A real 3-engine Docker Swarm on this machine (scripts/swarm/swarm.sh): three dockerd, each in
+# its own network namespace inside 198.19.249.0/24, one swarm, the images loaded engine to engine.
+swarm: compose-harness
+	@bash scripts/swarm/swarm.sh up 3
+
+swarm-down:
+	@bash scripts/swarm/swarm.sh down
 
 # The default chaos test. Exit 1 means "violations found", which is this test's expected
 # finding (Redlock under clock jumps), so only 2 and above fail make.

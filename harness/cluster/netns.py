@@ -42,8 +42,8 @@ BRIDGE_PREFIX = "clb"
 _VETH_PREFIX = "clv"
 _POOL = ipaddress.ip_network("198.18.0.0/15")  # RFC 2544 benchmarking range; never leave it
 # The compose provider's network (harness/cluster/compose_file.py NET) is never picked here:
-# Docker could not create it over a bridge of ours.
-RESERVED = (ipaddress.ip_network("198.19.250.0/24"),)
+# Docker could not create it over a bridge of ours. Nor the swarm lab's (scripts/swarm/swarm.sh).
+RESERVED = (ipaddress.ip_network("198.19.250.0/24"), ipaddress.ip_network("198.19.249.0/24"))
 _POOL_SUBNETS = [n for n in _POOL.subnets(new_prefix=24) if n not in RESERVED]
 _LOCK_DIR = "/run/lock"
 _NETNS_DIR = "/run/netns"

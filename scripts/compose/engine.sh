@@ -66,6 +66,13 @@ if ! engine_up; then
     echo "compose: a dockerd runs but does not answer \`docker info\`; look at it (or stop it) and run this again" >&2
     exit 254
   fi
+  # A containerd pid file left by a dockerd of an earlier boot (a /run that outlived its
+  # processes) may name a pid that is now another process: dockerd then waits for that
+  # "containerd" and gives up. Remove it unless it names a live containerd.
+  CPID=/run/docker/containerd/containerd.pid
+  if [ -f "$CPID" ] && [ "$(cat "/proc/$(cat "$CPID")/comm" 2>/dev/null)" != containerd ]; then
+    rm -f "$CPID"
+  fi
   echo "compose: starting dockerd (log: $LOG)"
   # dockerd outlives this script: it must not keep what its caller opened (a flock's lock, a pipe
   # someone reads to its end), so every descriptor above 2 is closed before it starts.
