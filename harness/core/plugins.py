@@ -53,6 +53,7 @@ PROVIDERS = {
     "local": "harness.cluster.local",
     "compose": "harness.cluster.compose",
     "ssh": "harness.cluster.ssh",
+    "swarm": "harness.cluster.swarm",
 }
 
 

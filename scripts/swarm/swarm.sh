@@ -4,7 +4,8 @@
 #   scripts/swarm/swarm.sh up [N]   N engines (default 3), joined into one swarm; images loaded
 #   scripts/swarm/swarm.sh down     every engine, namespace, bridge and file `up` made, and no more
 #   scripts/swarm/swarm.sh status   the engines and the swarm's nodes, one line each
-#   scripts/swarm/swarm.sh nodes    the engine addresses, one per line (a --swarm-nodes FILE)
+#   scripts/swarm/swarm.sh nodes    the engines, one per line: name, engine URL, address (the file
+#                                   /run/chaoslock-swarm/nodes, which --cluster swarm reads by default)
 #
 # Each engine is Debian's dockerd (the one `make compose` installs) in a network namespace of
 # its own, `chswarm-eI`, with the address 198.19.249.(10+I) on the bridge `chswarm0`
@@ -27,6 +28,7 @@ LOG=/var/log/chaoslock-swarm
 BRIDGE=chswarm0
 NET=198.19.249
 MANIFEST=$BASE/engines             # one line per engine this script started: name pid
+NODES=$BASE/nodes                  # --cluster swarm's default engines file: name engine-url address
 
 sock() { echo "unix://$BASE/$1.sock"; }
 d() { local e=$1; shift; docker -H "$(sock "$e")" "$@"; }
@@ -59,7 +61,7 @@ down() {
       for c in /sys/fs/cgroup/*/chaoslock-swarm-"$e"; do [ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} + 2>/dev/null; done
       true
     done < "$MANIFEST"
-    rm -f "$MANIFEST"
+    rm -f "$MANIFEST" "$NODES"
   fi
   ip link del "$BRIDGE" 2>/dev/null || true
   rmdir "$BASE" 2>/dev/null || true
@@ -119,6 +121,7 @@ up() {
       d "e$i" image inspect "$img" >/dev/null 2>&1 || docker save "$img" | d "e$i" load -q >/dev/null
     done
   done
+  for i in $(seq "$n"); do echo "e$i $(sock "e$i") $NET.$((10 + i))"; done > "$NODES"
   trap - ERR INT TERM
   echo "swarm: $n engines up ($(sock e1) manager; addresses $NET.11-$NET.$((10 + n))); images: ${imgs:-none (run make compose)}" | tr '\n' ' '
   echo
@@ -133,8 +136,8 @@ status() {
 }
 
 nodes() {
-  [ -f "$MANIFEST" ] || { echo "swarm: not up; \`$0 up\` first" >&2; exit 2; }
-  while read -r e _; do echo "$e $(sock "$e")"; done < "$MANIFEST"
+  [ -f "$NODES" ] || { echo "swarm: not up; \`$0 up\` first" >&2; exit 2; }
+  cat "$NODES"
 }
 
 case "${1:-}" in

@@ -1,0 +1,649 @@
+"""The swarm provider: the run's servers as a Docker Swarm stack across several engines.
+
+The engines come from a nodes file (`-o swarm_nodes=FILE`, default /run/chaoslock-swarm/nodes,
+which `make swarm` writes): one line per engine, `NAME ENGINE-URL ADDRESS`, the manager first.
+ADDRESS is where the engine's host is reached (its host-network services listen there).
+
+  servers    one service each in the stack `chaoslock-<run id>` (`docker stack deploy` on the
+             manager), placed by the node label `chaoslock.node=NAME` round robin over the
+             engines (one per engine where there are enough; the store goes to the manager),
+             on the engine's host network: server j listens at its engine's address on ports
+             21000 + 10 j (client), + 1 (peer), + 2 (election), so several share an engine.
+             Restart policy none: a killed server stays down until the nemesis starts it.
+  state      each server's data dir, log and clock file sit in the run's state dir, bind-mounted
+             at the same path into every server: every engine must see this machine's files (true of `make
+             swarm`'s engines, which share it; on separate machines, a shared mount).
+  partition  iptables DROP rules in each engine's host namespace, matched by address AND the
+             servers' ports (the swarm's own traffic between the engines is never cut), run by
+             a helper container of the run on that engine (the harness image, host network,
+             NET_ADMIN) through the engine's API. Two lock servers on one engine cannot be cut
+             apart: such a grudge is refused in one sentence.
+  clients    a network namespace each on this machine, on the bridge that reaches the engines
+             (`chswarm0` of `make swarm`); cut from a server by rules in their own namespace.
+  pause/kill the server's container paused (freezer) / killed and started again through its
+             engine's API (Docker SDK).
+  clock      libfaketime's clock file (valkey; ZooKeeper with zk_clock=faketime), or the vDSO
+             patch of the server's host process where the engine shares this machine's pids.
+
+Everything carries the run id: the stack's services and containers the label `chaoslock.run`,
+helper containers too, client namespaces their names. `down`, and `chaos cluster down` from the
+run's state.json, remove the stack, then every labelled container on every engine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from harness.core.outputcap import copy_capped
+from harness.core.contracts.cluster import Node, check_run_id
+from harness.cluster.compose_file import FAKETIME_LIB, HARNESS_IMAGE, RUN_LABEL, image, render
+from harness.cluster.provider import Group, ServerCluster, clock_method, prepare_node, set_node_clock
+from harness.core.errors import BadArgument, ClusterError, MissingDependency, NemesisError
+from harness.core.interrupts import quiet_group, shielded
+
+NODES_FILE = "/run/chaoslock-swarm/nodes"
+SETUP = "run `make swarm` (scripts/swarm/swarm.sh up) for a 3-engine swarm on this machine, or name yours with -o swarm_nodes=FILE"
+PORT_BASE = 21000
+LABEL = "chaoslock.node"
+LAB_BRIDGE = "chswarm0"
+LAB_NET = "198.19.249.0/24"
+CLIENT_FIRST = 127  # client namespaces on the lab bridge take .128 up
+
+
+@dataclass(frozen=True, slots=True)
+class SwarmNode:
+    name: str  # the node label chaoslock.node
+    url: str  # unix:///... or tcp://host:port
+    addr: str  # where its host-network services are reached
+
+
+def read_nodes(path: str) -> list[SwarmNode]:
+    """The engines of a nodes file, the manager first; one sentence for a bad file."""
+    from harness.core.pathcheck import FILE, check_path
+
+    check_path(path, flag="-o swarm_nodes", want=FILE, hint=SETUP)
+    out = []
+    for i, line in enumerate(Path(path).read_text(errors="replace").splitlines(), 1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        if len(words) != 3 or not words[1].startswith(("unix://", "tcp://", "ssh://")):
+            raise BadArgument(f"{path} line {i}: want `NAME ENGINE-URL ADDRESS` (like `e1 unix:///run/chaoslock-swarm/e1.sock "
+                              f"198.19.249.11`), got {line.strip()[:80]!r}")
+        out.append(SwarmNode(*words))
+    if len(out) < 2:
+        raise BadArgument(f"{path} names {len(out)} engine(s); a swarm run needs two or more ({SETUP})")
+    return out
+
+
+def _client(url: str, timeout: float = 60):
+    """The Docker SDK's low-level client of one engine; one sentence if it does not answer."""
+    try:
+        import docker
+    except ImportError:
+        raise MissingDependency("the Docker SDK for Python is not installed (`pip install -e .` installs it)") from None
+    try:
+        api = docker.APIClient(base_url=url, timeout=timeout, version="auto")
+        api.ping()
+        return api
+    except Exception as e:  # the SDK wraps requests' and the OS's errors
+        raise MissingDependency(f"no Docker engine answers at {url} ({' '.join(str(e).split())[:200]}); {SETUP}") from None
+
+
+def _ports(j: int) -> tuple[int, int, int]:
+    base = PORT_BASE + 10 * j
+    return base, base + 1, base + 2
+
+
+def stack_name(run_id: str) -> str:
+    return f"chaoslock-{run_id}"
+
+
+class SwarmCluster(ServerCluster):
+    """Cluster, ProcessControl, ClockControl, NetworkControl and CutsOneWay on a swarm stack."""
+
+    NOT_READY = "{names} did not become ready within {timeout:.0f}s on the swarm; see the server logs in {logs}"
+
+    def __init__(self, run_id: str, groups: Sequence[Group], engines: Sequence[SwarmNode], *, clients: int,
+                 log_dir: str | os.PathLike | None = None, ready_timeout: float = 90.0):
+        super().__init__(run_id, groups, clients=clients, log_dir=log_dir, ready_timeout=ready_timeout)
+        self.fallback_reason: str | None = None
+        self.engines = list(engines)
+        self.stack = stack_name(run_id)
+        self.file = self.dir / "stack.yml"
+        self.placed: dict[str, SwarmNode] = {}  # server -> its engine
+        self._apis: dict[str, Any] = {}
+        self._containers: dict[str, str] = {}  # server -> container id
+        self._pids: dict[str, int] = {}
+        self._paused: set[str] = set()
+        self._helpers: dict[str, str] = {}  # engine -> helper container id
+        self._rules: dict[tuple[str, str], frozenset[str]] = {}  # ("engine"|"netns", name) -> rules
+        self._deployed = False
+        self.network = None
+        self.comment = f"chaoslock-{run_id}"
+        j, lock_i = 0, 0
+        for g in self.groups:
+            for name in g.names:
+                if g.role == "store":
+                    where = self.engines[0]
+                else:
+                    where = self.engines[lock_i % len(self.engines)]
+                    lock_i += 1
+                port, peer, election = _ports(j)
+                j += 1
+                here = self.dir / name
+                self.placed[name], self._kinds[name] = where, g.kind
+                self._nodes[name] = Node(name=name, kind=g.kind.name, role=g.role, host=where.addr, port=port,
+                                         peer_port=peer if g.kind.peer_ports[0] else 0,
+                                         election_port=election if g.kind.peer_ports[1] else 0,
+                                         # etcd's cluster token is its data dir's parent's name: the run id
+                                         data_dir=str(self.dir / run_id / name), log_path=str(here / "server.log"),
+                                         clock_file=str(here / "clock") if g.fake_clock else None,
+                                         ordinal=g.names.index(name) + 1)
+
+    # -- engines ----------------------------------------------------------------------------------
+    def api(self, engine: SwarmNode):
+        if engine.name not in self._apis:
+            self._apis[engine.name] = _client(engine.url)
+        return self._apis[engine.name]
+
+    def _cli(self, *args: str, timeout: float = 180, check: bool = True) -> subprocess.CompletedProcess:
+        env = {**os.environ, "DOCKER_HOST": self.engines[0].url}
+        try:
+            r = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, env=env, **quiet_group())
+        except FileNotFoundError:
+            raise MissingDependency(f"the docker CLI is not installed; {SETUP}") from None
+        except subprocess.TimeoutExpired:
+            raise ClusterError(f"`docker {' '.join(args[:3])}` did not finish within {timeout:.0f} s on the manager") from None
+        if check and r.returncode != 0:
+            raise ClusterError(f"`docker {' '.join(args[:3])}` failed on the manager: {r.stderr.strip()[-400:]}")
+        return r
+
+    # -- the stack ----------------------------------------------------------------------------------
+    def _service(self, name: str) -> dict:
+        node, kind = self._nodes[name], self._kinds[name]
+        peers = [self._nodes[n] for g in self.groups if name in g.names for n in g.names]
+        argv = kind.argv(node, peers, binary=kind.binary)
+        if "--proc-title-template" in argv:  # names this machine's run dir
+            i = argv.index("--proc-title-template")
+            del argv[i:i + 2]
+        import shlex
+
+        svc: dict[str, Any] = {
+            "image": image(node.kind), "hostname": name, "networks": ["hostnet"], "volumes": [f"{self.dir}:{self.dir}"],
+            "command": ["sh", "-c", f"exec {shlex.join(argv)} >>{node.log_path} 2>&1".replace("$", "$$")],
+            "labels": {RUN_LABEL: self.run_id},
+            "deploy": {"labels": {RUN_LABEL: self.run_id}, "endpoint_mode": "dnsrr",
+                       "restart_policy": {"condition": "none"},
+                       "placement": {"constraints": [f"node.labels.{LABEL} == {self.placed[name].name}"]}}}
+        if node.clock_file:
+            svc["environment"] = {"LD_PRELOAD": FAKETIME_LIB, "FAKETIME_TIMESTAMP_FILE": node.clock_file, "FAKETIME_NO_CACHE": "1"}
+        return svc
+
+    def document(self) -> dict:
+        return {"version": "3.8", "services": {n: self._service(n) for n in self._nodes},
+                "networks": {"hostnet": {"external": True, "name": "host"}}}
+
+    def up(self) -> None:
+        """Deploy the stack, start a helper on each engine, add the client namespaces, wait
+        until every group serves. On failure, clean up and raise."""
+        try:
+            self._make_state_dir()
+            for n in self.nodes:
+                Path(n.log_path).parent.mkdir(parents=True, exist_ok=True)
+                prepare_node(self._kinds[n.name], n, [self._nodes[p] for g in self.groups if n.name in g.names for p in g.names])
+                if n.clock_file:
+                    Path(n.clock_file).write_text("+0\n")
+            for e in self.engines:
+                self.api(e)  # every engine answers, before anything starts
+            self.file.write_text(render(self.document(), head=False))
+            self._deployed = True
+            self._write_state()
+            self._cli("stack", "deploy", "--resolve-image", "never", "--prune", "-c", str(self.file), self.stack)
+            for e in {self.placed[n.name].name: self.placed[n.name] for n in self.lock_nodes()}.values():
+                self._helpers[e.name] = self._start_helper(e)
+            self._write_state()
+            self._wait_containers()
+            self._record_placement()
+            self._clients()
+            self._wait_ready()
+            self._write_state()
+        except BaseException:
+            self.down()
+            raise
+
+    def _start_helper(self, engine: SwarmNode) -> str:
+        api = self.api(engine)
+        hc = api.create_host_config(network_mode="host", cap_add=["NET_ADMIN", "NET_RAW"])
+        c = api.create_container(HARNESS_IMAGE, command=["sleep", "infinity"], labels={RUN_LABEL: self.run_id},
+                                 name=f"chaoslock-{self.run_id}-helper", host_config=hc)
+        api.start(c["Id"])
+        return c["Id"]
+
+    def _wait_containers(self) -> None:
+        deadline = time.monotonic() + self.ready_timeout
+        for name in self._nodes:
+            api = self.api(self.placed[name])
+            flt = {"label": f"com.docker.swarm.service.name={self.stack}_{name}"}
+            while True:
+                rows = [c for c in api.containers(all=True, filters=flt)]
+                running = [c for c in rows if c.get("State") == "running"]
+                if running:
+                    cid = running[0]["Id"]
+                    self._containers[name] = cid
+                    self._pids[name] = int(api.inspect_container(cid)["State"].get("Pid") or 0)
+                    break
+                if time.monotonic() > deadline:
+                    tasks = self._cli("service", "ps", "--no-trunc", "--format", "{{.CurrentState}} {{.Error}}",
+                                      f"{self.stack}_{name}", check=False).stdout.strip()
+                    raise ClusterError(f"{name}'s task did not start on engine {self.placed[name].name} within "
+                                       f"{self.ready_timeout:.0f}s: {tasks[-300:] or 'no task'}; its log {self.node(name).log_path} "
+                                       f"ends: {self.log_tail(name)[-300:].strip()}")
+                time.sleep(0.2)
+
+    def _record_placement(self) -> None:
+        """nodes/placement.txt in the run dir: each server's engine, address and container."""
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        (self.log_dir / "placement.txt").write_text("".join(
+            f"{n.name} engine {self.placed[n.name].name} ({self.placed[n.name].url}) at {n.host}:{n.port} "
+            f"container {self._containers[n.name][:12]}\n" for n in self.nodes))
+
+    def _clients(self) -> None:
+        """Client namespaces on the bridge that reaches the engines, when this machine has it
+        (`make swarm`'s); otherwise the clients share the harness's namespace."""
+        from harness.cluster import netns
+
+        if LAB_BRIDGE not in netns._links():
+            self.fallback_reason = (f"no bridge {LAB_BRIDGE} here: the clients share the harness's network namespace, "
+                                    "so no client can be cut alone")
+            return
+        self.network = netns.Network(self.run_id, bridge=LAB_BRIDGE, subnet=LAB_NET, first_host=CLIENT_FIRST)
+        self.network.up()
+        for c in range(self.n_clients):
+            self.client_netns[c] = self.network.add_host(f"c{c + 1}").netns
+
+    def down(self) -> None:
+        """Resume, save the logs, remove the stack, the helpers, every container of the run on
+        every engine, the client namespaces and the state dir. Idempotent, never raises."""
+        with shielded("removing the run's stack and containers"):
+            self._down()
+
+    def _down(self) -> None:
+        try:
+            self._apply({})  # the cuts live in the engines' host namespaces, beyond the containers
+        except Exception:
+            self._rules.clear()  # remove_run sweeps them below
+        for name in list(self._paused):
+            try:
+                self.resume(name)
+            except Exception:
+                pass
+        self._paused.clear()
+        if self.network is not None:
+            try:
+                self.network.down()
+            except Exception:
+                pass
+            self.network = None
+        if self._deployed:
+            try:
+                self._cli("stack", "rm", self.stack, timeout=120, check=False)
+            except Exception:
+                pass
+            try:
+                remove_run(self.run_id, {"provider": "swarm", "engines": [[e.name, e.url, e.addr] for e in self.engines]})
+            except Exception:
+                pass
+            self._deployed = False
+        for api in self._apis.values():
+            try:
+                api.close()
+            except Exception:
+                pass
+        self._apis.clear()
+        if self._created:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            for n in self.nodes:
+                if os.path.exists(n.log_path):
+                    copy_capped(n.log_path, self.log_dir / f"{n.name}.log")
+        self._remove_state_dir()
+
+    # -- ProcessControl ---------------------------------------------------------------------------
+    def pids(self, name: str) -> list[int]:
+        pid = self._pids.get(self.node(name).name)
+        return [pid] if pid else []
+
+    def _engine_of(self, name: str):
+        return self.api(self.placed[name])
+
+    def pause(self, name: str) -> None:
+        name = self.node(name).name
+        self._engine_of(name).pause(self._containers[name])
+        self._paused.add(name)
+
+    def resume(self, name: str) -> None:
+        name = self.node(name).name
+        try:
+            self._engine_of(name).unpause(self._containers[name])
+        except Exception as e:
+            if "is not paused" not in str(e):
+                raise ClusterError(f"could not resume {name}: {' '.join(str(e).split())[:200]}") from None
+        self._paused.discard(name)
+
+    def _running(self, name: str) -> bool:
+        info = self._engine_of(name).inspect_container(self._containers[name])
+        return bool((info.get("State") or {}).get("Running"))
+
+    def kill(self, name: str) -> None:
+        name = self.node(name).name
+        api = self._engine_of(name)
+        try:
+            api.kill(self._containers[name], signal="KILL")
+        except Exception:
+            pass  # not running
+        deadline = time.monotonic() + 10
+        while self._running(name) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self._pids.pop(name, None)
+        self._paused.discard(name)
+
+    def restart(self, name: str, *, wipe: bool = False) -> None:
+        """Start a killed server's container again (its task stays failed; restart policy
+        none), with its data or an empty data dir."""
+        node = self.node(name)
+        if self._running(node.name):
+            self.kill(node.name)
+        if wipe:
+            shutil.rmtree(node.data_dir, ignore_errors=True)
+            prepare_node(self._kinds[node.name], node, [n for n in self.nodes if n.kind == node.kind and n.role == node.role])
+        api = self._engine_of(node.name)
+        api.start(self._containers[node.name])
+        self._pids[node.name] = int(api.inspect_container(self._containers[node.name])["State"].get("Pid") or 0)
+        self._wait_restarted(node, f"; its log {node.log_path} ends: {self.log_tail(node.name)[-300:].strip()}")
+        if self._clock_offsets.get(node.name) and clock_method(node) == "timewarp":
+            self.set_clock(node.name, self._clock_offsets[node.name])
+
+    def _check_alive(self, node: Node) -> None:
+        if node.name in self._containers and not self._running(node.name):
+            raise ClusterError(f"{node.name} exited while starting on engine {self.placed[node.name].name}; its log "
+                               f"{node.log_path} ends: {self.log_tail(node.name)[-300:].strip()}")
+
+    # -- ClockControl -----------------------------------------------------------------------------
+    def set_clock(self, name: str, offset_s: float, rate: float = 1.0) -> None:
+        node = self.node(name)
+        self._clock_offsets[node.name] = offset_s
+        set_node_clock(node, self._pids.get(node.name, 0), offset_s)
+
+    # -- NetworkControl ---------------------------------------------------------------------------
+    def _server_ports(self, name: str) -> str:
+        n = self._nodes[name]
+        return ",".join(str(p) for p in (n.port, n.peer_port, n.election_port) if p)
+
+    def _is_client(self, name: str) -> bool:
+        return name.startswith("c") and name[1:].isdigit() and 1 <= int(name[1:]) <= self.n_clients
+
+    def _cut_rules(self, a: str, b: str) -> dict[tuple[str, str], set[str]]:
+        """The rules that cut a from b both ways, where each can be placed."""
+        tag = f"-m comment --comment {self.comment} -j DROP"
+        if self._is_client(a) and self._is_client(b):
+            return {}
+        if self._is_client(a) or self._is_client(b):
+            client, server = (a, b) if self._is_client(a) else (b, a)
+            if self.network is None:
+                raise NemesisError(f"cannot cut client {client} alone: {self.fallback_reason}")
+            addr, ports = self._nodes[server].host, self._server_ports(server)
+            return {("netns", self.network.host(client).netns): {
+                f"-A INPUT -s {addr}/32 -p tcp -m multiport --sports {ports} {tag}",
+                f"-A OUTPUT -d {addr}/32 -p tcp -m multiport --dports {ports} {tag}"}}
+        ea, eb = self.placed[a], self.placed[b]
+        if ea.name == eb.name:
+            raise NemesisError(f"{a} and {b} both run on engine {ea.name}, so no rule can cut them apart; give the swarm "
+                               f"one engine per lock server")
+        pa, pb, addr = self._server_ports(a), self._server_ports(b), eb.addr
+        return {("engine", ea.name): {
+            f"-A INPUT -s {addr}/32 -p tcp -m multiport --dports {pa} {tag}",
+            f"-A INPUT -s {addr}/32 -p tcp -m multiport --sports {pb} {tag}",
+            f"-A OUTPUT -d {addr}/32 -p tcp -m multiport --dports {pb} {tag}",
+            f"-A OUTPUT -d {addr}/32 -p tcp -m multiport --sports {pa} {tag}"}}
+
+    def partition(self, grudge: Mapping[str, Iterable[str]]) -> None:
+        """Cut each (a, b in grudge[a]) pair both ways; replaces the last cut. Lock servers that
+        share an engine must be cut alike (a rule on the engine cuts them all)."""
+        pairs = set()
+        for a, hated in grudge.items():
+            for b in (a, *hated):
+                if b not in self._nodes and not self._is_client(b):
+                    raise NemesisError(f"grudge names unknown host {b!r}; hosts are {', '.join(self._nodes)} and c1..c{self.n_clients}")
+            pairs |= {(a, b) for b in hated if b != a}
+        lock = {n.name for n in self.lock_nodes()}
+        for a, b in pairs:
+            if a in lock and b in lock:
+                for other in lock - {a, b}:
+                    if self.placed[other].name == self.placed[a].name and (other, b) not in pairs and (b, other) not in pairs:
+                        raise NemesisError(f"{a} and {other} share engine {self.placed[a].name}: a cut of {a} from {b} "
+                                           f"would cut {other} too; give the swarm one engine per lock server")
+        want: dict[tuple[str, str], set[str]] = {}
+        for a, b in pairs:
+            for where, rules in self._cut_rules(a, b).items():
+                want.setdefault(where, set()).update(rules)
+        self._apply(want)
+
+    def cut_one_way(self, client: str, servers: Iterable[str], lose: str) -> None:
+        if lose not in ("request", "reply"):
+            raise NemesisError(f"cannot cut the {lose!r} direction; choose request or reply")
+        if self.network is None:
+            raise NemesisError(f"cannot cut client {client} alone: {self.fallback_reason}")
+        ns = self.network.host(client).netns
+        rules = set()
+        for s in servers:
+            addr, ports = self._nodes[s].host, self._server_ports(s)
+            if lose == "reply":
+                rules.add(f"-A INPUT -s {addr}/32 -p tcp -m multiport --sports {ports} -m comment --comment {self.comment} -j DROP")
+            else:
+                rules.add(f"-A OUTPUT -d {addr}/32 -p tcp -m multiport --dports {ports} -m comment --comment {self.comment} "
+                          f"-j REJECT --reject-with tcp-reset")
+        self._apply({("netns", ns): rules})
+
+    def heal(self) -> None:
+        self.partition({})
+
+    def _apply(self, want: Mapping[tuple[str, str], set[str]]) -> None:
+        for where in set(want) | set(self._rules):
+            old, new = self._rules.get(where, frozenset()), frozenset(want.get(where, ()))
+            if old == new:
+                continue
+            script = ("*filter\n" + "".join("-D" + r[2:] + "\n" for r in sorted(old - new))
+                      + "".join(r + "\n" for r in sorted(new - old)) + "COMMIT\n")
+            self._restore(where, script)
+        self._rules = {w: frozenset(r) for w, r in want.items() if r}
+
+    def _restore(self, where: tuple[str, str], script: str) -> None:
+        kind, name = where
+        if kind == "netns":
+            r = subprocess.run(["ip", "netns", "exec", name, "iptables-restore", "-w", "--noflush"], input=script,
+                               capture_output=True, text=True, **quiet_group())
+            ok, err = r.returncode == 0, r.stderr
+        else:
+            engine = next(e for e in self.engines if e.name == name)
+            api = self.api(engine)
+            ex = api.exec_create(self._helpers[name], ["sh", "-c", 'printf %s "$1" | iptables-restore -w --noflush', "sh", script])
+            out = api.exec_start(ex["Id"]).decode(errors="replace")
+            ok, err = api.exec_inspect(ex["Id"]).get("ExitCode") == 0, out
+        if not ok:
+            raise NemesisError(f"iptables-restore on {kind} {name} failed: {err.strip()[-300:]}")
+
+    def reaches(self, src: str, dst: str) -> bool:
+        """Whether host src (a server or client c1..cN) opens a TCP connection to dst's client
+        port now (1 s)."""
+        target = self.node(dst)
+        probe = f"exec 3<>/dev/tcp/{target.host}/{target.port}"
+        if self._is_client(src):
+            if self.network is None:
+                return True
+            r = subprocess.run(["ip", "netns", "exec", self.network.host(src).netns, "timeout", "1", "bash", "-c", probe],
+                               capture_output=True, **quiet_group())
+            return r.returncode == 0
+        engine = self.placed[self.node(src).name]
+        api = self.api(engine)
+        helper = self._helpers.get(engine.name) or self._start_helper_for(engine)
+        ex = api.exec_create(helper, ["timeout", "1", "bash", "-c", probe])
+        api.exec_start(ex["Id"])
+        return api.exec_inspect(ex["Id"]).get("ExitCode") == 0
+
+    def _start_helper_for(self, engine: SwarmNode) -> str:
+        self._helpers[engine.name] = self._start_helper(engine)
+        return self._helpers[engine.name]
+
+    # -- state for `chaos cluster status/down` ----------------------------------------------------
+    def _write_state(self) -> None:
+        state = {"run_id": self.run_id, "provider": "swarm", "created": time.time(), "dir": str(self.dir),
+                 "owner": os.environ.get("CHAOSLOCK_OWNER"), "owner_pid": os.getpid(),
+                 "nodes": [n.to_dict() for n in self.nodes], "pids": dict(self._pids), "stack": self.stack,
+                 "engines": [[e.name, e.url, e.addr] for e in self.engines],
+                 "placed": {n: e.name for n, e in self.placed.items()},
+                 "clients": {"netns": self.client_netns}}
+        (self.dir / "state.json").write_text(json.dumps(state, indent=1))
+
+
+def _engines_of(state: Mapping[str, Any] | None) -> list[SwarmNode]:
+    if state is not None and state.get("provider") == "swarm":
+        try:
+            return [SwarmNode(*map(str, e)) for e in state.get("engines") or [] if len(e) == 3]
+        except TypeError:
+            return []
+    return read_nodes(NODES_FILE) if os.path.isfile(NODES_FILE) else []
+
+
+SWEEP = ("iptables-save -t filter | grep -e \"--comment $1 \" -e \"--comment $1$\" | sed 's/^-A /-D /' "
+         "| while read -r rule; do eval iptables -w $rule && echo \"$rule\"; done")
+
+
+def _sweep_rules(api: Any, run_id: str) -> list[str]:
+    """Delete the run's iptables rules (by their comment) from an engine's host namespace,
+    through a short-lived helper container of the run; the rules it deleted."""
+    hc = api.create_host_config(network_mode="host", cap_add=["NET_ADMIN", "NET_RAW"])
+    c = api.create_container(HARNESS_IMAGE, command=["sh", "-c", SWEEP, "sh", f"chaoslock-{run_id}"],
+                             labels={RUN_LABEL: run_id}, host_config=hc)
+    try:
+        api.start(c["Id"])
+        api.wait(c["Id"], timeout=30)
+        return [l for l in api.logs(c["Id"]).decode(errors="replace").splitlines() if l.strip()]
+    finally:
+        api.remove_container(c["Id"], force=True)
+
+
+def remove_run(run_id: str, state: Mapping[str, Any] | None) -> list[str]:
+    """The run's services on the manager, its containers and its iptables rules on every
+    engine (the state's engines, else those of the default nodes file). Selects by the run
+    label and the rules' comment only. Without a state, rules are swept only on engines that
+    still held something of the run."""
+    check_run_id(run_id)
+    if state is not None and state.get("provider") not in (None, "swarm"):
+        return []
+    done: list[str] = []
+    flt = {"label": f"{RUN_LABEL}={run_id}"}
+    for i, e in enumerate(_engines_of(state)):
+        try:
+            api = _client(e.url, timeout=30)
+        except MissingDependency as err:
+            done.append(f"engine {e.name} did not answer ({err}); run `chaos cluster down --all` again once it does")
+            continue
+        try:
+            held = state is not None and state.get("provider") == "swarm"
+            if i == 0:
+                for s in api.services(filters=flt) or []:
+                    if (s.get("Spec", {}).get("Labels") or {}).get(RUN_LABEL) == run_id:
+                        api.remove_service(s["ID"])
+                        done.append(f"service {s['Spec'].get('Name')} on {e.name} (run {run_id})")
+            deadline = time.monotonic() + 20
+            while True:
+                rows = [c for c in api.containers(all=True, filters=flt) if (c.get("Labels") or {}).get(RUN_LABEL) == run_id]
+                held = held or bool(rows)
+                for c in rows:
+                    try:
+                        api.remove_container(c["Id"], v=True, force=True)
+                        done.append(f"container {c['Id'][:12]} on {e.name} (run {run_id})")
+                    except Exception:
+                        pass  # the swarm is removing it too
+                if not rows or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+            if held:
+                done += [f"iptables rule on {e.name}: {r}" for r in _sweep_rules(api, run_id)]
+        except Exception as err:
+            done.append(f"engine {e.name}: {' '.join(str(err).split())[:200]}")
+        finally:
+            api.close()
+    return done
+
+
+def leftover_runs() -> set[str]:
+    """Run ids that label a service or container on the default nodes file's engines."""
+    from harness.core.contracts.cluster import RUN_ID
+
+    found: set[str] = set()
+    try:
+        engines = _engines_of(None)
+    except BadArgument:
+        return found
+    for i, e in enumerate(engines):
+        try:
+            api = _client(e.url, timeout=20)
+        except MissingDependency:
+            continue
+        try:
+            rows = api.containers(all=True, filters={"label": RUN_LABEL})
+            if i == 0:
+                rows += [{"Labels": s.get("Spec", {}).get("Labels")} for s in api.services(filters={"label": RUN_LABEL}) or []]
+            found |= {rid for c in rows if isinstance(rid := (c.get("Labels") or {}).get(RUN_LABEL), str) and RUN_ID.fullmatch(rid)}
+        except Exception:
+            pass
+        finally:
+            api.close()
+    return found
+
+
+def nodes_file(spec: Any) -> str:
+    from harness.core.options import cluster_option
+
+    return cluster_option(spec.options, "swarm_nodes")
+
+
+def preflight(spec: Any, kind: str) -> None:
+    """What a swarm run needs, checked before its run dir exists: settings it can honour, the
+    nodes file, every engine answering, the manager in swarm mode, the images on every engine."""
+    if spec.netns is False or spec.base_port is not None:
+        raise BadArgument("--no-netns and --base-port are local-provider settings; the swarm provider places each server "
+                          "on an engine's host network")
+    if shutil.which("docker") is None:
+        raise MissingDependency(f"the docker CLI is not installed (it deploys the stack); {SETUP}")
+    engines = read_nodes(nodes_file(spec))
+    images = [image(k) for k in sorted({kind, "valkey"})] + [HARNESS_IMAGE]
+    for i, e in enumerate(engines):
+        api = _client(e.url, timeout=20)
+        try:
+            info = api.info()
+            swarm = info.get("Swarm") or {}
+            if swarm.get("LocalNodeState") != "active":
+                raise MissingDependency(f"engine {e.name} ({e.url}) is not in a swarm; {SETUP}")
+            if i == 0 and not swarm.get("ControlAvailable"):
+                raise BadArgument(f"the first engine of {nodes_file(spec)}, {e.name}, is not a swarm manager; list a manager first")
+            for img in images:
+                try:
+                    api.inspect_image(img)
+                except Exception:
+                    raise MissingDependency(f"engine {e.name} lacks the image {img}; `make swarm` loads them "
+                                            f"(docker save {img} | docker -H {e.url} load)") from None
+        finally:
+            api.close()
+
+
+def make_cluster(spec: Any, run_id: str, log_dir: Path, groups: Sequence[Group]) -> SwarmCluster:
+    return SwarmCluster(run_id, groups, read_nodes(nodes_file(spec)), clients=spec.concurrency, log_dir=log_dir)
