@@ -1,6 +1,6 @@
 """The swarm provider: the run's servers as a Docker Swarm stack across several engines.
 
-The engines come from a nodes file (`-o swarm_nodes=FILE`, default /run/chaoslock-swarm/nodes,
+The engines come from a nodes file (`--swarm-nodes FILE`, default /run/chaoslock-swarm/nodes,
 which `make swarm` writes): one line per engine, `NAME ENGINE-URL ADDRESS`, the manager first.
 ADDRESS is where the engine's host is reached (its host-network services listen there).
 
@@ -49,7 +49,7 @@ from harness.core.errors import BadArgument, ClusterError, MissingDependency, Ne
 from harness.core.interrupts import quiet_group, shielded
 
 NODES_FILE = "/run/chaoslock-swarm/nodes"
-SETUP = "run `make swarm` (scripts/swarm/swarm.sh up) for a 3-engine swarm on this machine, or name yours with -o swarm_nodes=FILE"
+SETUP = "run `make swarm` (scripts/swarm/swarm.sh up) for a 3-engine swarm on this machine, or name yours with --swarm-nodes FILE"
 PORT_BASE = 21000
 LABEL = "chaoslock.node"
 LAB_BRIDGE = "chswarm0"
@@ -68,7 +68,7 @@ def read_nodes(path: str) -> list[SwarmNode]:
     """The engines of a nodes file, the manager first; one sentence for a bad file."""
     from harness.core.pathcheck import FILE, check_path
 
-    check_path(path, flag="-o swarm_nodes", want=FILE, hint=SETUP)
+    check_path(path, flag="--swarm-nodes", want=FILE, hint=SETUP)
     out = []
     for i, line in enumerate(Path(path).read_text(errors="replace").splitlines(), 1):
         words = line.split("#", 1)[0].split()
@@ -611,9 +611,8 @@ def leftover_runs() -> set[str]:
 
 
 def nodes_file(spec: Any) -> str:
-    from harness.core.options import cluster_option
-
-    return cluster_option(spec.options, "swarm_nodes")
+    """--swarm-nodes FILE (in spec.ssh, where the servers run: never taken from a run dir)."""
+    return (spec.ssh or {}).get("nodes_file") or NODES_FILE
 
 
 def preflight(spec: Any, kind: str) -> None:

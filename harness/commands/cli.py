@@ -231,7 +231,7 @@ def cli() -> None:
               help="option NAME=VALUE (chaos list --options); give several -o, each name once")
 @click.option("--netns/--no-netns", default=None, help="require / refuse network namespaces (default: use if possible)")
 @click.option("--cluster", type=click.Choice(CLUSTERS), default="local", show_default=True,
-              help="local processes in namespaces, Docker Compose (needs a Docker engine), or your hosts over ssh")
+              help="local processes in namespaces, Docker Compose (needs a Docker engine), your hosts over ssh, or a Docker Swarm")
 @ssh_options
 @click.option("--base-port", type=int, default=None, help="first server port on loopback (default: free ports)")
 @click.option("--store", default="store", show_default=True, help="where runs are stored")
@@ -244,7 +244,7 @@ def cli() -> None:
               help="run the same spec M times (each run kept) and report \"invalid in k of M\"")
 def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency, keys, seed, ttl_ms, acquire_timeout, hold_max_ms, fencing,
         watchdog, renew, reenter, hold_until_expiry, nemesis_interval, clock_jump_s, lock, options, netns, cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts,
-        base_port, store, as_json, junit, replay_dir, repeat):
+        swarm_nodes,        base_port, store, as_json, junit, replay_dir, repeat):
     """Run one chaos test and print its verdict."""
     from harness.core.spec import TestSpec
 
@@ -284,7 +284,7 @@ def run(backend, client_cmd, servers, nemesis, time_limit, recovery, concurrency
                         hold_max_ms=hold_max_ms, fencing=fencing, renew=renew, reenter=reenter,
                         hold_until_expiry=hold_until_expiry, nemesis_interval=nemesis_interval,
                         clock_jump_s=clock_jump_s, lock=lock, options=options, netns=netns, cluster=cluster, base_port=base_port, store=store,
-                        ssh=ssh_settings(cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts),
+                        ssh=ssh_settings(cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts, swarm_nodes),
                         command=shlex.join(["chaos"] + sys.argv[1:] + ([] if "--seed" in sys.argv else ["--seed", str(seed)])))
     spec = spec.validate()
     if client_cmd is not None and replay_dir is None:

@@ -58,7 +58,8 @@ CLUSTERS = tuple(plugins.PROVIDERS)
 
 
 def ssh_options(f):
-    """--hosts and the --ssh-* settings of `--cluster ssh` (chaos run, chaos reproduce)."""
+    """--hosts and the --ssh-* settings of `--cluster ssh`, --swarm-nodes of `--cluster swarm`
+    (chaos run, chaos reproduce, chaos shrink)."""
     for opt in reversed([
         click.option("--hosts", default=None, metavar="H1,H2,...|@FILE",
                      help="with --cluster ssh: the hosts, [user@]address[:port], comma-separated or one per line of FILE"),
@@ -67,16 +68,31 @@ def ssh_options(f):
         click.option("--ssh-port", default=None, type=int, help="with --cluster ssh: sshd's port (default 22)"),
         click.option("--ssh-known-hosts", default=None, type=click.Path(),
                      help="with --cluster ssh: a known_hosts file to use (new hosts are added to it)"),
+        click.option("--swarm-nodes", default=None, type=click.Path(), metavar="FILE",
+                     help="with --cluster swarm: the engines, one per line `NAME ENGINE-URL ADDRESS`, the manager first "
+                          "(default /run/chaoslock-swarm/nodes, which `make swarm` writes)"),
     ]):
         f = opt(f)
     return f
 
 
 def ssh_settings(cluster: str, hosts: str | None, user: str | None, key: str | None, port: int | None,
-                 known_hosts: str | None) -> dict:
-    """spec.ssh from the flags: {} unless --cluster ssh; one sentence for a flag without it."""
+                 known_hosts: str | None, swarm_nodes: str | None = None) -> dict:
+    """spec.ssh (where the servers run, never taken from a run dir) from the flags: the ssh
+    settings with --cluster ssh, the engines file with --cluster swarm, else {}; one sentence
+    for a flag without its provider."""
+    if swarm_nodes is not None and cluster != "swarm":
+        raise BadArgument("--swarm-nodes goes with --cluster swarm")
     given = [flag for flag, v in (("--hosts", hosts), ("--ssh-user", user), ("--ssh-key", key), ("--ssh-port", port),
                                   ("--ssh-known-hosts", known_hosts)) if v is not None]
+    if cluster == "swarm":
+        if given:
+            raise BadArgument(f"{given[0]} goes with --cluster ssh; --cluster swarm takes its engines from --swarm-nodes FILE")
+        from harness.cluster.swarm import NODES_FILE, read_nodes
+
+        path = os.path.abspath(swarm_nodes or NODES_FILE)
+        read_nodes(path)  # one sentence now, for a missing or bad file
+        return {"nodes_file": path}
     if cluster != "ssh":
         if given:
             raise BadArgument(f"{given[0]} goes with --cluster ssh")

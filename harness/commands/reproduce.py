@@ -301,7 +301,8 @@ def scenario_spec(sc: Scenario, overrides: dict, seed: int, seeds: int, *, time_
 
     kw = dict(sc.spec, **overrides)
     kw["options"] = dict(kw.get("options", {}))
-    where = ("" if cluster == "local" else f" --cluster {cluster}") + (f" --hosts {','.join(ssh['hosts'])}" if ssh else "")
+    where = ("" if cluster == "local" else f" --cluster {cluster}") + (f" --hosts {','.join(ssh['hosts'])}" if ssh and "hosts" in ssh else "") + (
+        f" --swarm-nodes {ssh['nodes_file']}" if ssh and "nodes_file" in ssh else "")
     return TestSpec(**kw, seed=seed, time_limit=time_limit, store=store, cluster=cluster, ssh=ssh or {},
                     command=f"chaos reproduce {sc.name} --seeds {seeds}{where}")
 
@@ -468,14 +469,15 @@ def rejudge(row: dict) -> dict:
 @click.option("--time-limit", type=Seconds(5, 60), default=25.0, show_default=True, help="seconds per run (at most 60)")
 @click.option("--store", default="store", show_default=True)
 @click.option("--cluster", type=click.Choice(CLUSTERS), default="local", show_default=True,
-              help="where the servers run: local processes, Docker Compose containers (make compose), or your hosts over ssh")
+              help="where the servers run: local processes, Docker Compose containers (make compose), your hosts over ssh, or a "
+                   "Docker Swarm (make swarm)")
 @ssh_options
 @click.option("--json", "as_json", is_flag=True, help="print the rows as JSON lines")
 @click.option("--summarize", "summarize_paths", multiple=True, metavar="ROWS",
               help="run nothing: print the table of earlier campaigns' rows.jsonl (repeatable)")
 @click.option("--recheck", is_flag=True, help="with --summarize: judge the stored runs again with today's predicates")
 def reproduce(names, all_, seeds, first_seed, time_limit, store, cluster, hosts, ssh_user, ssh_key, ssh_port,
-              ssh_known_hosts, as_json, summarize_paths, recheck):
+              ssh_known_hosts, swarm_nodes, as_json, summarize_paths, recheck):
     """Run known-result scenarios (one or more NAMEs, or --all); exit 1 if any seed misses
     its expected verdict, 130/143 when interrupted (Ctrl-C/SIGTERM)."""
     name = " ".join(names)
@@ -498,7 +500,7 @@ def reproduce(names, all_, seeds, first_seed, time_limit, store, cluster, hosts,
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
         raise BadArgument(f"unknown scenario {unknown[0]!r}; choose from: {', '.join(SCENARIOS)}")
-    ssh = ssh_settings(cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts)
+    ssh = ssh_settings(cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts, swarm_nodes)
     if not 1 <= seeds <= 100 or not 5 <= time_limit <= 60 or not 0 <= first_seed < 2**31:
         raise BadArgument("--seeds must be 1..100, --first-seed 0..2^31-1 and --time-limit 5..60 seconds")
     check_writable_dir(store, "--store")

@@ -73,7 +73,8 @@ def replay_cli(run_dir: str, ctx: click.Context) -> tuple[Any, Schedule]:
         flag = given[0].opts[0]
         raise BadArgument(f"--replay takes the workload's options from {run_dir}'s spec.json; drop {flag}")
     p = ctx.params
-    ssh = ssh_settings(p["cluster"], p["hosts"], p["ssh_user"], p["ssh_key"], p["ssh_port"], p["ssh_known_hosts"])
+    ssh = ssh_settings(p["cluster"], p["hosts"], p["ssh_user"], p["ssh_key"], p["ssh_port"], p["ssh_known_hosts"],
+                       p["swarm_nodes"])
     here = Here(store=p["store"], cluster=p["cluster"], ssh=ssh, netns=p["netns"], base_port=p["base_port"],
                 client=p["client_cmd"])
     return replay_spec(run_dir, here)
@@ -81,7 +82,7 @@ def replay_cli(run_dir: str, ctx: click.Context) -> tuple[Any, Schedule]:
 
 # What --replay goes with: where and how it runs, and what it prints (never the workload's options)
 REPLAY_FLAGS = ("replay_dir", "store", "client_cmd", "cluster", "hosts", "ssh_user", "ssh_key", "ssh_port",
-                "ssh_known_hosts", "netns", "base_port", "as_json", "junit", "repeat")
+                "ssh_known_hosts", "swarm_nodes", "netns", "base_port", "as_json", "junit", "repeat")
 
 
 LIVENESS = ("stuck", "starved")  # the liveness checker's findings (harness/checker/liveness.py), each a count
@@ -164,7 +165,7 @@ def _nothing(run_dir: str, summary: dict):
               help="where the replays' servers run (never the provider a run dir names)")
 @ssh_options
 def shrink(run_dir, trials, rate, budget, store, client_cmd, cluster, hosts, ssh_user, ssh_key, ssh_port,
-           ssh_known_hosts):
+           ssh_known_hosts, swarm_nodes):
     """Search for the smallest fault schedule of RUN_DIR that still shows its finding."""
     from harness.commands.cliargs import check_writable_dir, ssh_settings
     from harness.core import interrupts
@@ -182,7 +183,7 @@ def shrink(run_dir, trials, rate, budget, store, client_cmd, cluster, hosts, ssh
     if known and not findings(summary):
         _nothing(run_dir, summary)
     here = Here(store=store, cluster=cluster, client=client_cmd,
-                ssh=ssh_settings(cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts))
+                ssh=ssh_settings(cluster, hosts, ssh_user, ssh_key, ssh_port, ssh_known_hosts, swarm_nodes))
     spec, schedule = replay_spec(run_dir, here)  # one sentence for what is not a replayable run
     summary = summary or read_summary(run_dir)
     target = findings(summary)

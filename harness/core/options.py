@@ -97,9 +97,6 @@ def read(options: Mapping[str, Any], opt: Option) -> Any:
 
 
 CLUSTER_OPTIONS = (
-    Option(name="swarm_nodes", type=str, default="/run/chaoslock-swarm/nodes",
-           help="with --cluster swarm: the engines, one per line `NAME ENGINE-URL ADDRESS`, the manager first "
-                "(`make swarm` writes the default)"),
     Option(name="appendonly", type=bool, default=False,
            help="valkey keeps keys across a kill (append-only file); off: a killed node restarts empty"),
     Option(name="zk_clock", type=str, default="timewarp", choices=("timewarp", "faketime"),

@@ -145,7 +145,7 @@ class TestSpec:
             (0 < self.acquire_timeout <= 3600, f"--acquire-timeout must be above 0 and at most 3600 seconds, not {self.acquire_timeout:g}"),
             (self.cluster in plugins.PROVIDERS,
              f"--cluster must be one of {', '.join(plugins.PROVIDERS)}, not {self.cluster!r}"),
-            (self.cluster == "ssh" or not self.ssh, "--hosts and the --ssh-* settings go with --cluster ssh"),
+            (self.cluster in ("ssh", "swarm") or not self.ssh, "--hosts and the --ssh-* settings go with --cluster ssh"),
             (MIN_INTERVAL_S <= self.nemesis_interval <= MAX_TIME_S,
              f"--nemesis-interval must be at least {MIN_INTERVAL_S:g} s (a fault and its heal take real time) "
              f"and at most {MAX_TIME_S} s, not {self.nemesis_interval:g}"),
