@@ -24,6 +24,8 @@ ADDRESS is where the engine's host is reached (its host-network services listen 
              engine's API (Docker SDK).
   clock      libfaketime's clock file (valkey; ZooKeeper with zk_clock=faketime), or the vDSO
              patch of the server's host process where the engine shares this machine's pids.
+  slow link  the clients' links only, shaped in their own namespaces by the server's address
+             and ports: the NFQUEUE delayer, a random DROP, an htb class (harness/cluster/shaping.py).
 
 Everything carries the run id: the stack's services and containers the label `chaoslock.run`,
 helper containers too, client namespaces their names. `down`, and `chaos cluster down` from the
@@ -37,7 +39,7 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -45,6 +47,8 @@ from harness.core.outputcap import copy_capped
 from harness.core.contracts.cluster import Node, check_run_id
 from harness.cluster.compose_file import FAKETIME_LIB, HARNESS_IMAGE, RUN_LABEL, image, render
 from harness.cluster.provider import Group, ServerCluster, clock_method, prepare_node, set_node_clock
+from harness.cluster.shaping import MECHANISM, QUEUE, LinkShaping, _ns_run, _summary
+from harness.core.contracts.cluster import Shape
 from harness.core.errors import BadArgument, ClusterError, MissingDependency, NemesisError
 from harness.core.interrupts import quiet_group, shielded
 
@@ -106,8 +110,9 @@ def stack_name(run_id: str) -> str:
     return f"chaoslock-{run_id}"
 
 
-class SwarmCluster(ServerCluster):
-    """Cluster, ProcessControl, ClockControl, NetworkControl and CutsOneWay on a swarm stack."""
+class SwarmCluster(LinkShaping, ServerCluster):
+    """Cluster, ProcessControl, ClockControl, NetworkControl, CutsOneWay and ShapesLinks (client
+    links only) on a swarm stack."""
 
     NOT_READY = "{names} did not become ready within {timeout:.0f}s on the swarm; see the server logs in {logs}"
 
@@ -496,6 +501,70 @@ class SwarmCluster(ServerCluster):
         ex = api.exec_create(helper, ["timeout", "1", "bash", "-c", probe])
         api.exec_start(ex["Id"])
         return api.exec_inspect(ex["Id"]).get("ExitCode") == 0
+
+    # -- ShapesLinks: the clients' links, shaped in the clients' own namespaces ------------------
+    def shape_links(self, pairs: Sequence[tuple[str, str]], shape: Shape, *, seed: int = 0, probes: int = 5) -> dict:
+        """Delay, jitter, loss and bandwidth on (client, server) links, all in the client's
+        namespace and matched by the server's address and ports (so the store, which may share
+        an engine, is never shaped): delay through the NFQUEUE delayer, loss as a random DROP
+        of what the client sends, bandwidth as an htb class for those ports."""
+        if not pairs:
+            raise NemesisError("slow-link has no link to shape")
+        if self.network is None or not all(self._is_client(a) and b in self._nodes for a, b in pairs):
+            raise NemesisError("the swarm provider shapes only the clients' links to the servers (-o between=clients), "
+                               "in the clients' namespaces" + (f"; {self.fallback_reason}" if self.network is None else ""))
+        self.unshape_links()
+        src0, dst0 = pairs[0]
+        target = self.node(dst0)
+        before = self._probe(src0, target, probes, timeout=2.0)
+        comment = f"chaosshape-{self.run_id}"
+        rules: dict[str, list[str]] = {}
+        by_src: dict[str, list[str]] = {}
+        for src, dst in pairs:
+            ns, d = self.network.host(src).netns, self._nodes[dst]
+            match = f"-d {d.host}/32 -p tcp -m multiport --dports {self._server_ports(dst)} -m comment --comment {comment}"
+            by_src.setdefault(ns, []).append(dst)
+            if shape.delay_ms or shape.jitter_ms:
+                rules.setdefault(ns, []).append(f"-I OUTPUT 1 {match} -j NFQUEUE --queue-num {QUEUE} --queue-bypass")
+            if shape.loss:
+                rules.setdefault(ns, []).append(f"-I OUTPUT 1 {match} -m statistic --mode random "
+                                                f"--probability {shape.loss:.6f} -j DROP")
+        state = self._shape_state()
+        try:
+            if shape.delay_ms or shape.jitter_ms:
+                state["delayer"] = self._start_delayer(sorted(by_src), shape, seed)
+            for ns, lines in rules.items():
+                r = _ns_run(ns, ["iptables-restore", "-w", "--noflush"], input="*filter\n" + "\n".join(lines) + "\nCOMMIT\n")
+                if r.returncode != 0:
+                    raise NemesisError(f"could not add the slow-link rules in {ns}: {r.stderr.strip()[:300]}")
+                state["rules"][ns] = [l.replace("-I OUTPUT 1 ", "-D OUTPUT ") for l in lines]
+            if shape.rate_kbit:
+                for ns, servers in by_src.items():
+                    self._rate_ports(ns, servers, shape.rate_kbit)
+                    state["qdiscs"].append(ns)
+        except BaseException:
+            self.unshape_links()
+            raise
+        timeout = 0.5 + 3 * (shape.delay_ms + shape.jitter_ms) / 1000
+        after = self._probe(src0, target, probes if not shape.loss else max(probes, 40), timeout=timeout)
+        return {"links": [list(p) for p in pairs], "asked": asdict(shape),
+                "mechanism": MECHANISM, "probe": f"{src0}->{dst0}:{target.port}", **_summary(before, after)}
+
+    def _rate_ports(self, ns: str, servers: list[str], kbit: int) -> None:
+        cmds = [["tc", "qdisc", "add", "dev", "eth0", "root", "handle", "1:", "htb", "default", "10", "r2q", "1000"],
+                ["tc", "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:10", "htb", "rate", "10gbit"],
+                ["tc", "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:20", "htb", "rate", f"{kbit}kbit"]]
+        for name in sorted(set(servers)):
+            n = self._nodes[name]
+            for port in (n.port, n.peer_port, n.election_port):
+                if port:
+                    cmds.append(["tc", "filter", "add", "dev", "eth0", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+                                 "match", "ip", "dst", f"{n.host}/32", "match", "ip", "dport", str(port), "0xffff",
+                                 "flowid", "1:20"])
+        for argv in cmds:
+            r = _ns_run(ns, argv)
+            if r.returncode != 0:
+                raise NemesisError(f"`{' '.join(argv)}` in {ns} failed: {r.stderr.strip()[:200]}")
 
     def _start_helper_for(self, engine: SwarmNode) -> str:
         self._helpers[engine.name] = self._start_helper(engine)
