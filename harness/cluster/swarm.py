@@ -32,6 +32,7 @@ helper containers too, client namespaces their names. `down`, and `chaos cluster
 run's state.json, remove the stack, then every labelled container on every engine.
 """
 
+
 from __future__ import annotations
 
 import json
@@ -39,66 +40,26 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Sequence
 
 from harness.core.outputcap import copy_capped
-from harness.core.contracts.cluster import Node, check_run_id
+from harness.core.contracts.cluster import Node
 from harness.cluster.compose_file import FAKETIME_LIB, HARNESS_IMAGE, RUN_LABEL, image, render
 from harness.cluster.provider import Group, ServerCluster, clock_method, prepare_node, set_node_clock
-from harness.cluster.shaping import MECHANISM, QUEUE, LinkShaping, _ns_run, _summary
-from harness.core.contracts.cluster import Shape
-from harness.core.errors import BadArgument, ClusterError, MissingDependency, NemesisError
+from harness.cluster.swarm_engines import (NODES_FILE, SETUP, SwarmNode, engine_client, leftover_runs, read_nodes,
+                                           remove_run, start_helper)
+from harness.cluster.swarm_links import SwarmLinks
+from harness.core.errors import BadArgument, ClusterError, MissingDependency
 from harness.core.interrupts import quiet_group, shielded
 
-NODES_FILE = "/run/chaoslock-swarm/nodes"
-SETUP = "run `make swarm` (scripts/swarm/swarm.sh up) for a 3-engine swarm on this machine, or name yours with --swarm-nodes FILE"
+__all__ = ["SwarmCluster", "make_cluster", "preflight", "remove_run", "leftover_runs", "read_nodes", "NODES_FILE"]
+
 PORT_BASE = 21000
 LABEL = "chaoslock.node"
 LAB_BRIDGE = "chswarm0"
 LAB_NET = "198.19.249.0/24"
 CLIENT_FIRST = 127  # client namespaces on the lab bridge take .128 up
-
-
-@dataclass(frozen=True, slots=True)
-class SwarmNode:
-    name: str  # the node label chaoslock.node
-    url: str  # unix:///... or tcp://host:port
-    addr: str  # where its host-network services are reached
-
-
-def read_nodes(path: str) -> list[SwarmNode]:
-    """The engines of a nodes file, the manager first; one sentence for a bad file."""
-    from harness.core.pathcheck import FILE, check_path
-
-    check_path(path, flag="--swarm-nodes", want=FILE, hint=SETUP)
-    out = []
-    for i, line in enumerate(Path(path).read_text(errors="replace").splitlines(), 1):
-        words = line.split("#", 1)[0].split()
-        if not words:
-            continue
-        if len(words) != 3 or not words[1].startswith(("unix://", "tcp://", "ssh://")):
-            raise BadArgument(f"{path} line {i}: want `NAME ENGINE-URL ADDRESS` (like `e1 unix:///run/chaoslock-swarm/e1.sock "
-                              f"198.19.249.11`), got {line.strip()[:80]!r}")
-        out.append(SwarmNode(*words))
-    if len(out) < 2:
-        raise BadArgument(f"{path} names {len(out)} engine(s); a swarm run needs two or more ({SETUP})")
-    return out
-
-
-def _client(url: str, timeout: float = 60):
-    """The Docker SDK's low-level client of one engine; one sentence if it does not answer."""
-    try:
-        import docker
-    except ImportError:
-        raise MissingDependency("the Docker SDK for Python is not installed (`pip install -e .` installs it)") from None
-    try:
-        api = docker.APIClient(base_url=url, timeout=timeout, version="auto")
-        api.ping()
-        return api
-    except Exception as e:  # the SDK wraps requests' and the OS's errors
-        raise MissingDependency(f"no Docker engine answers at {url} ({' '.join(str(e).split())[:200]}); {SETUP}") from None
 
 
 def _ports(j: int) -> tuple[int, int, int]:
@@ -110,7 +71,8 @@ def stack_name(run_id: str) -> str:
     return f"chaoslock-{run_id}"
 
 
-class SwarmCluster(LinkShaping, ServerCluster):
+
+class SwarmCluster(SwarmLinks, ServerCluster):
     """Cluster, ProcessControl, ClockControl, NetworkControl, CutsOneWay and ShapesLinks (client
     links only) on a swarm stack."""
 
@@ -156,7 +118,7 @@ class SwarmCluster(LinkShaping, ServerCluster):
     # -- engines ----------------------------------------------------------------------------------
     def api(self, engine: SwarmNode):
         if engine.name not in self._apis:
-            self._apis[engine.name] = _client(engine.url)
+            self._apis[engine.name] = engine_client(engine.url)
         return self._apis[engine.name]
 
     def _cli(self, *args: str, timeout: float = 180, check: bool = True) -> subprocess.CompletedProcess:
@@ -225,12 +187,7 @@ class SwarmCluster(LinkShaping, ServerCluster):
             raise
 
     def _start_helper(self, engine: SwarmNode) -> str:
-        api = self.api(engine)
-        hc = api.create_host_config(network_mode="host", cap_add=["NET_ADMIN", "NET_RAW"])
-        c = api.create_container(HARNESS_IMAGE, command=["sleep", "infinity"], labels={RUN_LABEL: self.run_id},
-                                 name=f"chaoslock-{self.run_id}-helper", host_config=hc)
-        api.start(c["Id"])
-        return c["Id"]
+        return start_helper(self.api(engine), self.run_id, ["sleep", "infinity"], name=f"chaoslock-{self.run_id}-helper")
 
     def _wait_containers(self) -> None:
         deadline = time.monotonic() + self.ready_timeout
@@ -386,189 +343,6 @@ class SwarmCluster(LinkShaping, ServerCluster):
         self._clock_offsets[node.name] = offset_s
         set_node_clock(node, self._pids.get(node.name, 0), offset_s)
 
-    # -- NetworkControl ---------------------------------------------------------------------------
-    def _server_ports(self, name: str) -> str:
-        n = self._nodes[name]
-        return ",".join(str(p) for p in (n.port, n.peer_port, n.election_port) if p)
-
-    def _is_client(self, name: str) -> bool:
-        return name.startswith("c") and name[1:].isdigit() and 1 <= int(name[1:]) <= self.n_clients
-
-    def _cut_rules(self, a: str, b: str) -> dict[tuple[str, str], set[str]]:
-        """The rules that cut a from b both ways, where each can be placed."""
-        tag = f"-m comment --comment {self.comment} -j DROP"
-        if self._is_client(a) and self._is_client(b):
-            return {}
-        if self._is_client(a) or self._is_client(b):
-            client, server = (a, b) if self._is_client(a) else (b, a)
-            if self.network is None:
-                raise NemesisError(f"cannot cut client {client} alone: {self.fallback_reason}")
-            addr, ports = self._nodes[server].host, self._server_ports(server)
-            return {("netns", self.network.host(client).netns): {
-                f"-A INPUT -s {addr}/32 -p tcp -m multiport --sports {ports} {tag}",
-                f"-A OUTPUT -d {addr}/32 -p tcp -m multiport --dports {ports} {tag}"}}
-        ea, eb = self.placed[a], self.placed[b]
-        if ea.name == eb.name:
-            raise NemesisError(f"{a} and {b} both run on engine {ea.name}, so no rule can cut them apart; give the swarm "
-                               f"one engine per lock server")
-        pa, pb, addr = self._server_ports(a), self._server_ports(b), eb.addr
-        return {("engine", ea.name): {
-            f"-A INPUT -s {addr}/32 -p tcp -m multiport --dports {pa} {tag}",
-            f"-A INPUT -s {addr}/32 -p tcp -m multiport --sports {pb} {tag}",
-            f"-A OUTPUT -d {addr}/32 -p tcp -m multiport --dports {pb} {tag}",
-            f"-A OUTPUT -d {addr}/32 -p tcp -m multiport --sports {pa} {tag}"}}
-
-    def partition(self, grudge: Mapping[str, Iterable[str]]) -> None:
-        """Cut each (a, b in grudge[a]) pair both ways; replaces the last cut. Lock servers that
-        share an engine must be cut alike (a rule on the engine cuts them all)."""
-        pairs = set()
-        for a, hated in grudge.items():
-            for b in (a, *hated):
-                if b not in self._nodes and not self._is_client(b):
-                    raise NemesisError(f"grudge names unknown host {b!r}; hosts are {', '.join(self._nodes)} and c1..c{self.n_clients}")
-            pairs |= {(a, b) for b in hated if b != a}
-        lock = {n.name for n in self.lock_nodes()}
-        for a, b in pairs:
-            if a in lock and b in lock:
-                for other in lock - {a, b}:
-                    if self.placed[other].name == self.placed[a].name and (other, b) not in pairs and (b, other) not in pairs:
-                        raise NemesisError(f"{a} and {other} share engine {self.placed[a].name}: a cut of {a} from {b} "
-                                           f"would cut {other} too; give the swarm one engine per lock server")
-        want: dict[tuple[str, str], set[str]] = {}
-        for a, b in pairs:
-            for where, rules in self._cut_rules(a, b).items():
-                want.setdefault(where, set()).update(rules)
-        self._apply(want)
-
-    def cut_one_way(self, client: str, servers: Iterable[str], lose: str) -> None:
-        if lose not in ("request", "reply"):
-            raise NemesisError(f"cannot cut the {lose!r} direction; choose request or reply")
-        if self.network is None:
-            raise NemesisError(f"cannot cut client {client} alone: {self.fallback_reason}")
-        ns = self.network.host(client).netns
-        rules = set()
-        for s in servers:
-            addr, ports = self._nodes[s].host, self._server_ports(s)
-            if lose == "reply":
-                rules.add(f"-A INPUT -s {addr}/32 -p tcp -m multiport --sports {ports} -m comment --comment {self.comment} -j DROP")
-            else:
-                rules.add(f"-A OUTPUT -d {addr}/32 -p tcp -m multiport --dports {ports} -m comment --comment {self.comment} "
-                          f"-j REJECT --reject-with tcp-reset")
-        self._apply({("netns", ns): rules})
-
-    def heal(self) -> None:
-        self.partition({})
-
-    def _apply(self, want: Mapping[tuple[str, str], set[str]]) -> None:
-        for where in set(want) | set(self._rules):
-            old, new = self._rules.get(where, frozenset()), frozenset(want.get(where, ()))
-            if old == new:
-                continue
-            script = ("*filter\n" + "".join("-D" + r[2:] + "\n" for r in sorted(old - new))
-                      + "".join(r + "\n" for r in sorted(new - old)) + "COMMIT\n")
-            self._restore(where, script)
-        self._rules = {w: frozenset(r) for w, r in want.items() if r}
-
-    def _restore(self, where: tuple[str, str], script: str) -> None:
-        kind, name = where
-        if kind == "netns":
-            r = subprocess.run(["ip", "netns", "exec", name, "iptables-restore", "-w", "--noflush"], input=script,
-                               capture_output=True, text=True, **quiet_group())
-            ok, err = r.returncode == 0, r.stderr
-        else:
-            engine = next(e for e in self.engines if e.name == name)
-            api = self.api(engine)
-            ex = api.exec_create(self._helpers[name], ["sh", "-c", 'printf %s "$1" | iptables-restore -w --noflush', "sh", script])
-            out = api.exec_start(ex["Id"]).decode(errors="replace")
-            ok, err = api.exec_inspect(ex["Id"]).get("ExitCode") == 0, out
-        if not ok:
-            raise NemesisError(f"iptables-restore on {kind} {name} failed: {err.strip()[-300:]}")
-
-    def reaches(self, src: str, dst: str) -> bool:
-        """Whether host src (a server or client c1..cN) opens a TCP connection to dst's client
-        port now (1 s)."""
-        target = self.node(dst)
-        probe = f"exec 3<>/dev/tcp/{target.host}/{target.port}"
-        if self._is_client(src):
-            if self.network is None:
-                return True
-            r = subprocess.run(["ip", "netns", "exec", self.network.host(src).netns, "timeout", "1", "bash", "-c", probe],
-                               capture_output=True, **quiet_group())
-            return r.returncode == 0
-        engine = self.placed[self.node(src).name]
-        api = self.api(engine)
-        helper = self._helpers.get(engine.name) or self._start_helper_for(engine)
-        ex = api.exec_create(helper, ["timeout", "1", "bash", "-c", probe])
-        api.exec_start(ex["Id"])
-        return api.exec_inspect(ex["Id"]).get("ExitCode") == 0
-
-    # -- ShapesLinks: the clients' links, shaped in the clients' own namespaces ------------------
-    def shape_links(self, pairs: Sequence[tuple[str, str]], shape: Shape, *, seed: int = 0, probes: int = 5) -> dict:
-        """Delay, jitter, loss and bandwidth on (client, server) links, all in the client's
-        namespace and matched by the server's address and ports (so the store, which may share
-        an engine, is never shaped): delay through the NFQUEUE delayer, loss as a random DROP
-        of what the client sends, bandwidth as an htb class for those ports."""
-        if not pairs:
-            raise NemesisError("slow-link has no link to shape")
-        if self.network is None or not all(self._is_client(a) and b in self._nodes for a, b in pairs):
-            raise NemesisError("the swarm provider shapes only the clients' links to the servers (-o between=clients), "
-                               "in the clients' namespaces" + (f"; {self.fallback_reason}" if self.network is None else ""))
-        self.unshape_links()
-        src0, dst0 = pairs[0]
-        target = self.node(dst0)
-        before = self._probe(src0, target, probes, timeout=2.0)
-        comment = f"chaosshape-{self.run_id}"
-        rules: dict[str, list[str]] = {}
-        by_src: dict[str, list[str]] = {}
-        for src, dst in pairs:
-            ns, d = self.network.host(src).netns, self._nodes[dst]
-            match = f"-d {d.host}/32 -p tcp -m multiport --dports {self._server_ports(dst)} -m comment --comment {comment}"
-            by_src.setdefault(ns, []).append(dst)
-            if shape.delay_ms or shape.jitter_ms:
-                rules.setdefault(ns, []).append(f"-I OUTPUT 1 {match} -j NFQUEUE --queue-num {QUEUE} --queue-bypass")
-            if shape.loss:
-                rules.setdefault(ns, []).append(f"-I OUTPUT 1 {match} -m statistic --mode random "
-                                                f"--probability {shape.loss:.6f} -j DROP")
-        state = self._shape_state()
-        try:
-            if shape.delay_ms or shape.jitter_ms:
-                state["delayer"] = self._start_delayer(sorted(by_src), shape, seed)
-            for ns, lines in rules.items():
-                r = _ns_run(ns, ["iptables-restore", "-w", "--noflush"], input="*filter\n" + "\n".join(lines) + "\nCOMMIT\n")
-                if r.returncode != 0:
-                    raise NemesisError(f"could not add the slow-link rules in {ns}: {r.stderr.strip()[:300]}")
-                state["rules"][ns] = [l.replace("-I OUTPUT 1 ", "-D OUTPUT ") for l in lines]
-            if shape.rate_kbit:
-                for ns, servers in by_src.items():
-                    self._rate_ports(ns, servers, shape.rate_kbit)
-                    state["qdiscs"].append(ns)
-        except BaseException:
-            self.unshape_links()
-            raise
-        timeout = 0.5 + 3 * (shape.delay_ms + shape.jitter_ms) / 1000
-        after = self._probe(src0, target, probes if not shape.loss else max(probes, 40), timeout=timeout)
-        return {"links": [list(p) for p in pairs], "asked": asdict(shape),
-                "mechanism": MECHANISM, "probe": f"{src0}->{dst0}:{target.port}", **_summary(before, after)}
-
-    def _rate_ports(self, ns: str, servers: list[str], kbit: int) -> None:
-        cmds = [["tc", "qdisc", "add", "dev", "eth0", "root", "handle", "1:", "htb", "default", "10", "r2q", "1000"],
-                ["tc", "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:10", "htb", "rate", "10gbit"],
-                ["tc", "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:20", "htb", "rate", f"{kbit}kbit"]]
-        for name in sorted(set(servers)):
-            n = self._nodes[name]
-            for port in (n.port, n.peer_port, n.election_port):
-                if port:
-                    cmds.append(["tc", "filter", "add", "dev", "eth0", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
-                                 "match", "ip", "dst", f"{n.host}/32", "match", "ip", "dport", str(port), "0xffff",
-                                 "flowid", "1:20"])
-        for argv in cmds:
-            r = _ns_run(ns, argv)
-            if r.returncode != 0:
-                raise NemesisError(f"`{' '.join(argv)}` in {ns} failed: {r.stderr.strip()[:200]}")
-
-    def _start_helper_for(self, engine: SwarmNode) -> str:
-        self._helpers[engine.name] = self._start_helper(engine)
-        return self._helpers[engine.name]
 
     # -- state for `chaos cluster status/down` ----------------------------------------------------
     def _write_state(self) -> None:
@@ -580,103 +354,6 @@ class SwarmCluster(LinkShaping, ServerCluster):
                  "clients": {"netns": self.client_netns}}
         (self.dir / "state.json").write_text(json.dumps(state, indent=1))
 
-
-def _engines_of(state: Mapping[str, Any] | None) -> list[SwarmNode]:
-    if state is not None and state.get("provider") == "swarm":
-        try:
-            return [SwarmNode(*map(str, e)) for e in state.get("engines") or [] if len(e) == 3]
-        except TypeError:
-            return []
-    return read_nodes(NODES_FILE) if os.path.isfile(NODES_FILE) else []
-
-
-SWEEP = ("iptables-save -t filter | grep -e \"--comment $1 \" -e \"--comment $1$\" | sed 's/^-A /-D /' "
-         "| while read -r rule; do eval iptables -w $rule && echo \"$rule\"; done")
-
-
-def _sweep_rules(api: Any, run_id: str) -> list[str]:
-    """Delete the run's iptables rules (by their comment) from an engine's host namespace,
-    through a short-lived helper container of the run; the rules it deleted."""
-    hc = api.create_host_config(network_mode="host", cap_add=["NET_ADMIN", "NET_RAW"])
-    c = api.create_container(HARNESS_IMAGE, command=["sh", "-c", SWEEP, "sh", f"chaoslock-{run_id}"],
-                             labels={RUN_LABEL: run_id}, host_config=hc)
-    try:
-        api.start(c["Id"])
-        api.wait(c["Id"], timeout=30)
-        return [l for l in api.logs(c["Id"]).decode(errors="replace").splitlines() if l.strip()]
-    finally:
-        api.remove_container(c["Id"], force=True)
-
-
-def remove_run(run_id: str, state: Mapping[str, Any] | None) -> list[str]:
-    """The run's services on the manager, its containers and its iptables rules on every
-    engine (the state's engines, else those of the default nodes file). Selects by the run
-    label and the rules' comment only. Without a state, rules are swept only on engines that
-    still held something of the run."""
-    check_run_id(run_id)
-    if state is not None and state.get("provider") not in (None, "swarm"):
-        return []
-    done: list[str] = []
-    flt = {"label": f"{RUN_LABEL}={run_id}"}
-    for i, e in enumerate(_engines_of(state)):
-        try:
-            api = _client(e.url, timeout=30)
-        except MissingDependency as err:
-            done.append(f"engine {e.name} did not answer ({err}); run `chaos cluster down --all` again once it does")
-            continue
-        try:
-            held = state is not None and state.get("provider") == "swarm"
-            if i == 0:
-                for s in api.services(filters=flt) or []:
-                    if (s.get("Spec", {}).get("Labels") or {}).get(RUN_LABEL) == run_id:
-                        api.remove_service(s["ID"])
-                        done.append(f"service {s['Spec'].get('Name')} on {e.name} (run {run_id})")
-            deadline = time.monotonic() + 20
-            while True:
-                rows = [c for c in api.containers(all=True, filters=flt) if (c.get("Labels") or {}).get(RUN_LABEL) == run_id]
-                held = held or bool(rows)
-                for c in rows:
-                    try:
-                        api.remove_container(c["Id"], v=True, force=True)
-                        done.append(f"container {c['Id'][:12]} on {e.name} (run {run_id})")
-                    except Exception:
-                        pass  # the swarm is removing it too
-                if not rows or time.monotonic() > deadline:
-                    break
-                time.sleep(0.5)
-            if held:
-                done += [f"iptables rule on {e.name}: {r}" for r in _sweep_rules(api, run_id)]
-        except Exception as err:
-            done.append(f"engine {e.name}: {' '.join(str(err).split())[:200]}")
-        finally:
-            api.close()
-    return done
-
-
-def leftover_runs() -> set[str]:
-    """Run ids that label a service or container on the default nodes file's engines."""
-    from harness.core.contracts.cluster import RUN_ID
-
-    found: set[str] = set()
-    try:
-        engines = _engines_of(None)
-    except BadArgument:
-        return found
-    for i, e in enumerate(engines):
-        try:
-            api = _client(e.url, timeout=20)
-        except MissingDependency:
-            continue
-        try:
-            rows = api.containers(all=True, filters={"label": RUN_LABEL})
-            if i == 0:
-                rows += [{"Labels": s.get("Spec", {}).get("Labels")} for s in api.services(filters={"label": RUN_LABEL}) or []]
-            found |= {rid for c in rows if isinstance(rid := (c.get("Labels") or {}).get(RUN_LABEL), str) and RUN_ID.fullmatch(rid)}
-        except Exception:
-            pass
-        finally:
-            api.close()
-    return found
 
 
 def nodes_file(spec: Any) -> str:
@@ -695,7 +372,7 @@ def preflight(spec: Any, kind: str) -> None:
     engines = read_nodes(nodes_file(spec))
     images = [image(k) for k in sorted({kind, "valkey"})] + [HARNESS_IMAGE]
     for i, e in enumerate(engines):
-        api = _client(e.url, timeout=20)
+        api = engine_client(e.url, timeout=20)
         try:
             info = api.info()
             swarm = info.get("Swarm") or {}
@@ -715,3 +392,4 @@ def preflight(spec: Any, kind: str) -> None:
 
 def make_cluster(spec: Any, run_id: str, log_dir: Path, groups: Sequence[Group]) -> SwarmCluster:
     return SwarmCluster(run_id, groups, read_nodes(nodes_file(spec)), clients=spec.concurrency, log_dir=log_dir)
+

@@ -88,7 +88,7 @@ def ssh_settings(cluster: str, hosts: str | None, user: str | None, key: str | N
     if cluster == "swarm":
         if given:
             raise BadArgument(f"{given[0]} goes with --cluster ssh; --cluster swarm takes its engines from --swarm-nodes FILE")
-        from harness.cluster.swarm import NODES_FILE, read_nodes
+        from harness.cluster.swarm_engines import NODES_FILE, read_nodes
 
         path = os.path.abspath(swarm_nodes or NODES_FILE)
         read_nodes(path)  # one sentence now, for a missing or bad file

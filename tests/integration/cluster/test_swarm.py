@@ -112,7 +112,9 @@ def test_every_fault_lands_through_the_engines_and_is_read_back(lab):
     each applied through the engines' API (or the client's namespace) and read back."""
     from harness.cluster.kinds import node_names, server_kind
     from harness.cluster.provider import Group
-    from harness.cluster.swarm import SwarmCluster, read_nodes
+    from harness.cluster.swarm import SwarmCluster
+    from harness.cluster.swarm_engines import read_nodes
+    from harness.core.errors import NemesisError
     from harness.cluster.valkey import ValkeyKind
     from harness.core.contracts.cluster import RUN_ID
 
@@ -134,6 +136,13 @@ def test_every_fault_lands_through_the_engines_and_is_read_back(lab):
         assert not c.reaches("c1", "n3") and c.reaches("c2", "n3") and c.reaches("c1", "n1")
         c.heal()
         assert c.reaches("n1", "n2") and c.reaches("c1", "n3")
+        from harness.core.contracts.cluster import Shape
+
+        got = c.shape_links([("c1", "n1"), ("c1", "n2")], Shape(delay_ms=200), seed=1)
+        assert got["rtt_after_ms"] - got["rtt_before_ms"] >= 100, got  # a connect waits out the delay once
+        c.unshape_links()
+        with pytest.raises(NemesisError, match="only the clients' links"):
+            c.shape_links([("n1", "n2")], Shape(delay_ms=200))
         c.set_clock("n2", 30.0)
         assert abs(c.read_clock_offset("n2") - 30.0) < 1.0 and abs(c.read_clock_offset("n1")) < 1.0
         c.set_clock("n2", 0.0)

@@ -7,7 +7,8 @@ import pytest
 
 from harness.cluster.kinds import node_names, server_kind
 from harness.cluster.provider import Group
-from harness.cluster.swarm import SwarmCluster, SwarmNode, read_nodes
+from harness.cluster.swarm import SwarmCluster
+from harness.cluster.swarm_engines import SwarmNode, read_nodes
 from harness.cluster.valkey import ValkeyKind
 from harness.core.errors import BadArgument, NemesisError
 
