@@ -77,11 +77,37 @@ class LinkShaping:
         to the first target before and after, and with loss the share of failed connects."""
         if not pairs:
             raise NemesisError("slow-link has no link to shape")
+        rules, by_src = self._shaping_rules(pairs, shape, f"chaosshape-{self.run_id}")
         self.unshape_links()
         src0, dst0 = pairs[0]
         target = self.node(dst0)
         before = self._probe(src0, target, probes, timeout=2.0)
-        comment = f"chaosshape-{self.run_id}"
+        state = self._shape_state()
+        try:
+            if shape.delay_ms or shape.jitter_ms:
+                state["delayer"] = self._start_delayer(sorted(by_src), shape, seed)
+            for ns, lines in rules.items():
+                r = _ns_run(ns, ["iptables-restore", "-w", "--noflush"], input="*filter\n" + "\n".join(lines) + "\nCOMMIT\n")
+                if r.returncode != 0:
+                    raise NemesisError(f"could not add the slow-link rules in {ns}: {r.stderr.strip()[:300]}")
+                state["rules"][ns] = [l.replace("-I OUTPUT 1 ", "-D OUTPUT ").replace("-I INPUT 1 ", "-D INPUT ")
+                                      for l in lines]
+            if shape.rate_kbit:
+                for ns, targets in by_src.items():
+                    self._rate_to(ns, targets, shape.rate_kbit)
+                    state["qdiscs"].append(ns)
+        except BaseException:
+            self.unshape_links()
+            raise
+        timeout = 0.5 + 3 * (shape.delay_ms + shape.jitter_ms) / 1000
+        after = self._probe(src0, target, probes if not shape.loss else max(probes, 40), timeout=timeout)
+        return {"links": [list(p) for p in pairs], "asked": asdict(shape), "mechanism": MECHANISM,
+                "probe": f"{src0}->{dst0}:{target.port}", **_summary(before, after)}
+
+    def _shaping_rules(self, pairs: Sequence[tuple[str, str]], shape: Shape,
+                       comment: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """The iptables lines per namespace (`-I ...`) that shape `pairs`, and per source
+        namespace what its bandwidth class covers (here: the targets' addresses)."""
         rules: dict[str, list[str]] = {}
         by_src: dict[str, list[str]] = {}
         for src, dst in pairs:
@@ -95,27 +121,11 @@ class LinkShaping:
                 rules.setdefault(d.netns, []).append(
                     f"-I INPUT 1 -s {s.addr}/32 -m statistic --mode random --probability {shape.loss:.6f} "
                     f"-m comment --comment {comment} -j DROP")
-        state = self._shape_state()
-        try:
-            if shape.delay_ms or shape.jitter_ms:
-                state["delayer"] = self._start_delayer(sorted(by_src), shape, seed)
-            for ns, lines in rules.items():
-                r = _ns_run(ns, ["iptables-restore", "-w", "--noflush"], input="*filter\n" + "\n".join(lines) + "\nCOMMIT\n")
-                if r.returncode != 0:
-                    raise NemesisError(f"could not add the slow-link rules in {ns}: {r.stderr.strip()[:300]}")
-                state["rules"][ns] = [l.replace("-I OUTPUT 1 ", "-D OUTPUT ").replace("-I INPUT 1 ", "-D INPUT ")
-                                      for l in lines]
-            if shape.rate_kbit:
-                for ns, addrs in by_src.items():
-                    self._rate(ns, addrs, shape.rate_kbit)
-                    state["qdiscs"].append(ns)
-        except BaseException:
-            self.unshape_links()
-            raise
-        timeout = 0.5 + 3 * (shape.delay_ms + shape.jitter_ms) / 1000
-        after = self._probe(src0, target, probes if not shape.loss else max(probes, 40), timeout=timeout)
-        return {"links": [list(p) for p in pairs], "asked": asdict(shape), "mechanism": MECHANISM,
-                "probe": f"{src0}->{dst0}:{target.port}", **_summary(before, after)}
+        return rules, by_src
+
+    def _rate_to(self, ns: str, targets: list[str], kbit: int) -> None:
+        """The bandwidth class on `ns`'s eth0 for what `_shaping_rules` said it covers."""
+        self._rate(ns, targets, kbit)
 
     def unshape_links(self) -> None:
         """Remove every rule, qdisc and delayer of the last shape; safe to call twice."""

@@ -9,11 +9,10 @@ namespace on this machine, by the server's address and ports, as are its slow li
 from __future__ import annotations
 
 import subprocess
-from dataclasses import asdict
 from typing import Any, Iterable, Mapping, Sequence
 
 from harness.core.contracts.cluster import Shape
-from harness.cluster.shaping import MECHANISM, QUEUE, LinkShaping, _ns_run, _summary
+from harness.cluster.shaping import QUEUE, LinkShaping, _ns_run
 from harness.core.errors import NemesisError
 from harness.cluster.swarm_engines import SwarmNode
 from harness.core.interrupts import quiet_group
@@ -143,21 +142,15 @@ class SwarmLinks(LinkShaping):
         return api.exec_inspect(ex["Id"]).get("ExitCode") == 0
 
     # -- ShapesLinks: the clients' links, shaped in the clients' own namespaces ------------------
-    def shape_links(self, pairs: Sequence[tuple[str, str]], shape: Shape, *, seed: int = 0, probes: int = 5) -> dict:
-        """Delay, jitter, loss and bandwidth on (client, server) links, all in the client's
-        namespace and matched by the server's address and ports (so the store, which may share
-        an engine, is never shaped): delay through the NFQUEUE delayer, loss as a random DROP
-        of what the client sends, bandwidth as an htb class for those ports."""
-        if not pairs:
-            raise NemesisError("slow-link has no link to shape")
+    def _shaping_rules(self, pairs: Sequence[tuple[str, str]], shape: Shape,
+                       comment: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """(client, server) links only, all in the client's namespace and matched by the
+        server's address and ports (so the store, which may share an engine, is never shaped):
+        delay through the NFQUEUE delayer, loss as a random DROP of what the client sends; the
+        bandwidth class covers those servers' ports (`_rate_to`)."""
         if self.network is None or not all(self._is_client(a) and b in self._nodes for a, b in pairs):
             raise NemesisError("the swarm provider shapes only the clients' links to the servers (-o between=clients), "
                                "in the clients' namespaces" + (f"; {self.fallback_reason}" if self.network is None else ""))
-        self.unshape_links()
-        src0, dst0 = pairs[0]
-        target = self.node(dst0)
-        before = self._probe(src0, target, probes, timeout=2.0)
-        comment = f"chaosshape-{self.run_id}"
         rules: dict[str, list[str]] = {}
         by_src: dict[str, list[str]] = {}
         for src, dst in pairs:
@@ -169,28 +162,9 @@ class SwarmLinks(LinkShaping):
             if shape.loss:
                 rules.setdefault(ns, []).append(f"-I OUTPUT 1 {match} -m statistic --mode random "
                                                 f"--probability {shape.loss:.6f} -j DROP")
-        state = self._shape_state()
-        try:
-            if shape.delay_ms or shape.jitter_ms:
-                state["delayer"] = self._start_delayer(sorted(by_src), shape, seed)
-            for ns, lines in rules.items():
-                r = _ns_run(ns, ["iptables-restore", "-w", "--noflush"], input="*filter\n" + "\n".join(lines) + "\nCOMMIT\n")
-                if r.returncode != 0:
-                    raise NemesisError(f"could not add the slow-link rules in {ns}: {r.stderr.strip()[:300]}")
-                state["rules"][ns] = [l.replace("-I OUTPUT 1 ", "-D OUTPUT ") for l in lines]
-            if shape.rate_kbit:
-                for ns, servers in by_src.items():
-                    self._rate_ports(ns, servers, shape.rate_kbit)
-                    state["qdiscs"].append(ns)
-        except BaseException:
-            self.unshape_links()
-            raise
-        timeout = 0.5 + 3 * (shape.delay_ms + shape.jitter_ms) / 1000
-        after = self._probe(src0, target, probes if not shape.loss else max(probes, 40), timeout=timeout)
-        return {"links": [list(p) for p in pairs], "asked": asdict(shape),
-                "mechanism": MECHANISM, "probe": f"{src0}->{dst0}:{target.port}", **_summary(before, after)}
+        return rules, by_src
 
-    def _rate_ports(self, ns: str, servers: list[str], kbit: int) -> None:
+    def _rate_to(self, ns: str, servers: list[str], kbit: int) -> None:
         cmds = [["tc", "qdisc", "add", "dev", "eth0", "root", "handle", "1:", "htb", "default", "10", "r2q", "1000"],
                 ["tc", "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:10", "htb", "rate", "10gbit"],
                 ["tc", "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:20", "htb", "rate", f"{kbit}kbit"]]
