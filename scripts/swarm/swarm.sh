@@ -71,7 +71,13 @@ up() {
   local n=${1:-3}
   case "$n" in [2-9]) ;; *) echo "swarm: N must be 2 to 9 engines; got $n" >&2; exit 254 ;; esac
   command -v dockerd >/dev/null || { echo "swarm: dockerd is not installed; run \`make compose\` first" >&2; exit 254; }
-  [ -f "$MANIFEST" ] && { echo "swarm: a swarm is up already ($MANIFEST); \`$0 down\` first" >&2; exit 254; }
+  if [ -f "$MANIFEST" ]; then  # up already: fine if every engine answers (make swarm is safe to run again)
+    local dead=0
+    while read -r e _; do engine_up "$e" || dead=1; done < "$MANIFEST"
+    if [ "$dead" = 0 ]; then echo "swarm: up already ($(wc -l < "$MANIFEST") engines; \`$0 status\` lists them)"; return 0; fi
+    echo "swarm: a swarm made here is recorded in $MANIFEST but an engine does not answer; \`$0 down\` then up again" >&2
+    exit 254
+  fi
   mkdir -p "$BASE" "$DATA" "$LOG"
   : > "$MANIFEST"
   trap 'echo "swarm: up failed; taking down what it made" >&2; down' ERR INT TERM
