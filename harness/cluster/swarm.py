@@ -11,8 +11,8 @@ ADDRESS is where the engine's host is reached (its host-network services listen 
              21000 + 10 j (client), + 1 (peer), + 2 (election), so several share an engine.
              Restart policy none: a killed server stays down until the nemesis starts it.
   state      each server's data dir, log and clock file sit in the run's state dir, bind-mounted
-             at the same path into every server: every engine must see this machine's files (true of `make
-             swarm`'s engines, which share it; on separate machines, a shared mount).
+             at the same path into every server: every engine must see this machine's files
+             (true of `make swarm`'s engines, which share it; on separate machines, a shared mount).
   partition  iptables DROP rules in each engine's host namespace, matched by address AND the
              servers' ports (the swarm's own traffic between the engines is never cut), run by
              a helper container of the run on that engine (the harness image, host network,
@@ -31,7 +31,6 @@ Everything carries the run id: the stack's services and containers the label `ch
 helper containers too, client namespaces their names. `down`, and `chaos cluster down` from the
 run's state.json, remove the stack, then every labelled container on every engine.
 """
-
 
 from __future__ import annotations
 
