@@ -370,6 +370,7 @@ def preflight(spec: Any, kind: str) -> None:
         raise MissingDependency(f"the docker CLI is not installed (it deploys the stack); {SETUP}")
     engines = read_nodes(nodes_file(spec))
     images = [image(k) for k in sorted({kind, "valkey"})] + [HARNESS_IMAGE]
+    lacking: list[tuple[SwarmNode, str]] = []
     for i, e in enumerate(engines):
         api = engine_client(e.url, timeout=20)
         try:
@@ -379,14 +380,51 @@ def preflight(spec: Any, kind: str) -> None:
                 raise MissingDependency(f"engine {e.name} ({e.url}) is not in a swarm; {SETUP}")
             if i == 0 and not swarm.get("ControlAvailable"):
                 raise BadArgument(f"the first engine of {nodes_file(spec)}, {e.name}, is not a swarm manager; list a manager first")
-            for img in images:
-                try:
-                    api.inspect_image(img)
-                except Exception:
-                    raise MissingDependency(f"engine {e.name} lacks the image {img}; `make swarm` loads them "
-                                            f"(docker save {img} | docker -H {e.url} load)") from None
+            lacking += [(e, img) for img in images if not _has_image(api, img)]
         finally:
             api.close()
+    for e, img in lacking:
+        _load_image(img, e, engines)
+
+
+HOST_ENGINE = "unix:///var/run/docker.sock"
+
+
+def _has_image(api: Any, img: str) -> bool:
+    try:
+        api.inspect_image(img)
+        return True
+    except Exception:
+        return False
+
+
+def _load_image(img: str, into: SwarmNode, engines: Sequence[SwarmNode]) -> None:
+    """Copy an image an engine lacks from one that has it (this machine's engine first, then the
+    swarm's), engine to engine through their APIs (`docker save | docker load`): no registry."""
+    import sys
+
+    sources = [SwarmNode("this machine", HOST_ENGINE, "")] + [e for e in engines if e.name != into.name]
+    for src in sources:
+        try:
+            sapi = engine_client(src.url, timeout=600)
+        except MissingDependency:
+            continue
+        try:
+            if not _has_image(sapi, img):
+                continue
+            print(f"chaos: loading the image {img} into engine {into.name} from {src.name} (once)", file=sys.stderr, flush=True)
+            dapi = engine_client(into.url, timeout=600)
+            try:
+                dapi.load_image(sapi.get_image(img))
+                if not _has_image(dapi, img):
+                    raise MissingDependency(f"engine {into.name} did not keep the image {img} loaded from {src.name}")
+            finally:
+                dapi.close()
+            return
+        finally:
+            sapi.close()
+    raise MissingDependency(f"engine {into.name} lacks the image {img} and no engine here has it; `make compose` builds it, "
+                            f"then `docker save {img} | docker -H {into.url} load`")
 
 
 def make_cluster(spec: Any, run_id: str, log_dir: Path, groups: Sequence[Group]) -> SwarmCluster:

@@ -77,10 +77,13 @@ def _placement(summary: dict) -> dict[str, str]:
 
 def test_redlock_under_clock_jumps_breaks_on_the_swarm_as_it_does_locally(lab, tmp_path):
     """The default chaos test (make chaos's seed), its five valkey masters spread over the three
-    engines: mutual exclusion broken by masters whose clocks jumped (granted early), exit 1."""
+    engines: mutual exclusion broken by masters whose clocks jumped (granted early), exit 1. An
+    engine that lacks the image gets it from one that has it, before anything starts."""
+    d("e3", "rmi", "chaoslock-valkey:9.1.2")
     r, s = _run(tmp_path, "--backend", "redlock", "--nemesis", "clock-skew", "--time-limit", "20", "--concurrency", "5",
                 "--seed", "7")
     assert r.returncode == 1 and s["valid"] is False and s["violations"] > 0, s
+    assert "loading the image chaoslock-valkey:9.1.2 into engine e3 from this machine" in r.stderr, r.stderr[-1000:]
     local = chaos("run", "--backend", "redlock", "--nemesis", "clock-skew", "--time-limit", "20", "--concurrency", "5",
                   "--seed", "7", "--store", str(tmp_path / "local"), timeout=600)
     assert local.returncode == r.returncode, local.stdout[-1500:]
