@@ -101,7 +101,11 @@ def remove_run(run_id: str, state: Mapping[str, Any] | None) -> list[str]:
         return []
     done: list[str] = []
     flt = {"label": f"{RUN_LABEL}={run_id}"}
-    for i, e in enumerate(engines_of(state)):
+    try:
+        engines = engines_of(state)
+    except BadArgument as err:  # a default nodes file someone broke: nothing of ours can be found through it
+        return [f"the swarm's engines were not asked: {err}"] if state is not None else []
+    for i, e in enumerate(engines):
         try:
             api = engine_client(e.url, timeout=30)
         except MissingDependency as err:
