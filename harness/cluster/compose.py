@@ -38,7 +38,6 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from harness.core.outputcap import copy_capped
 from harness.core.contracts.cluster import Node, check_run_id
 from harness.cluster.compose_file import (
     BRIDGE, CLIENT_OFFSET, FAKETIME_LIB, GROUPS, NET, PEER_PORTS, PORTS, PROJECT, RUN_LABEL, TOPOLOGY,
@@ -332,11 +331,7 @@ class ComposeCluster(NetnsLinks, ServerCluster):
         if self._engine is not None:
             self._engine.close()
             self._engine = None
-        if self._created:
-            self.log_dir.mkdir(parents=True, exist_ok=True)
-            for n in self.nodes:
-                if os.path.exists(n.log_path):
-                    copy_capped(n.log_path, self.log_dir / f"{n.name}.log")  # the container wrote it: no link followed
+        self._keep_server_logs()
         self._remove_state_dir()
 
     # -- ProcessControl ---------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from typing import Sequence
 from harness.core.contracts.cluster import ClientPlace, CountsRequests, Node, ServerKind, check_run_id, client_hosts, node_named
 from harness.cluster.containment import RunCgroup, existing as existing_cgroups
 from harness.core.errors import BadArgument, ClusterError
+from harness.core.outputcap import copy_capped
 from harness.core.interrupts import deferred
 
 RUN_ENV = "CHAOSLOCK_RUN"
@@ -143,6 +144,16 @@ class ServerCluster:
 
     def _write_state(self) -> None:
         raise NotImplementedError
+
+    def _keep_server_logs(self) -> None:
+        """Copy each server's log from the state dir into the run's log dir, if up() made the
+        state dir (a server in a container wrote it: copy_capped follows no link)."""
+        if not self._created:
+            return
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        for n in self.nodes:
+            if os.path.exists(n.log_path):
+                copy_capped(n.log_path, self.log_dir / f"{n.name}.log")
 
     def _wait_restarted(self, node: Node, hint: str = "") -> None:
         """Until a restarted node answers again (failing fast if it died), or a ClusterError."""

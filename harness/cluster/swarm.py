@@ -42,7 +42,6 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.core.outputcap import copy_capped
 from harness.core.contracts.cluster import Node
 from harness.cluster.compose_file import FAKETIME_LIB, HARNESS_IMAGE, RUN_LABEL, image, render
 from harness.cluster.provider import Group, ServerCluster, clock_method, prepare_node, set_node_clock
@@ -269,11 +268,7 @@ class SwarmCluster(SwarmLinks, ServerCluster):
             except Exception:
                 pass
         self._apis.clear()
-        if self._created:
-            self.log_dir.mkdir(parents=True, exist_ok=True)
-            for n in self.nodes:
-                if os.path.exists(n.log_path):
-                    copy_capped(n.log_path, self.log_dir / f"{n.name}.log")
+        self._keep_server_logs()
         self._remove_state_dir()
 
     # -- ProcessControl ---------------------------------------------------------------------------
@@ -341,7 +336,6 @@ class SwarmCluster(SwarmLinks, ServerCluster):
         node = self.node(name)
         self._clock_offsets[node.name] = offset_s
         set_node_clock(node, self._pids.get(node.name, 0), offset_s)
-
 
     # -- state for `chaos cluster status/down` ----------------------------------------------------
     def _write_state(self) -> None:
