@@ -70,6 +70,7 @@ MAX_VALUE = 4096  # longest lease value (it is recorded in every op of the lease
 MAX_VALID_MS = 86_400_000.0  # a validity beyond a day either way is not a lease
 START_S = 20.0  # a client must answer init within this (a JVM needs a few seconds)
 LOG_ENV = "CHAOSLOCK_WORKER_LOG"  # the worker's log; the child's stderr goes beside it
+WRAP_ENV = "CHAOSLOCK_CLIENT_WRAP"  # JSON argv the command runs after: its container elsewhere (swarm -o clients_on)
 
 
 class ClientBroke(Exception):
@@ -149,6 +150,8 @@ class ExternalClient:
         if not v["command"].strip():
             raise BadArgument("an external client needs its command: chaos run --client 'CMD ARGS' --servers KIND:N")
         self.argv = shlex.split(v["command"])
+        if os.environ.get(WRAP_ENV):  # the worker's client runs on another engine: `docker run -i ... IMAGE` first
+            self.argv = [*json.loads(os.environ[WRAP_ENV]), *self.argv]
         self.op_timeout = v["op_timeout_s"]
         # a slow link (slow-link's -o delay_ms / jitter_ms) makes each of the client's round trips
         # slower: its answers may come that much later (a few round trips each, Redlock's to five

@@ -20,6 +20,8 @@ ADDRESS is where the engine's host is reached (its host-network services listen 
              apart: such a grudge is refused in one sentence.
   clients    a network namespace each on this machine, on the bridge that reaches the engines
              (`chswarm0` of `make swarm`); cut from a server by rules in their own namespace.
+             With -o clients_on=manager|spread, in containers on the engines instead
+             (harness/cluster/swarm_clients.py).
   pause/kill the server's container paused (freezer) / killed and started again through its
              engine's API (Docker SDK).
   clock      libfaketime's clock file (valkey; ZooKeeper with zk_clock=faketime), or the vDSO
@@ -47,6 +49,7 @@ from harness.cluster.compose_file import FAKETIME_LIB, HARNESS_IMAGE, RUN_LABEL,
 from harness.cluster.provider import Group, ServerCluster, clock_method, prepare_node, set_node_clock
 from harness.cluster.swarm_engines import (NODES_FILE, SETUP, SwarmNode, engine_client, leftover_runs, read_nodes,
                                            remove_run, start_helper)
+from harness.cluster.swarm_clients import SwarmClients
 from harness.cluster.swarm_links import SwarmLinks
 from harness.core.errors import BadArgument, ClusterError, MissingDependency
 from harness.core.interrupts import quiet_group, shielded
@@ -70,15 +73,18 @@ def stack_name(run_id: str) -> str:
 
 
 
-class SwarmCluster(SwarmLinks, ServerCluster):
-    """Cluster, ProcessControl, ClockControl, NetworkControl, CutsOneWay and ShapesLinks (client
-    links only) on a swarm stack."""
+class SwarmCluster(SwarmClients, SwarmLinks, ServerCluster):
+    """Cluster, ProcessControl, ClockControl, NetworkControl, CutsOneWay, ShapesLinks (client
+    links only) and ControlsClients (-o clients_on) on a swarm stack."""
 
     NOT_READY = "{names} did not become ready within {timeout:.0f}s on the swarm; see the server logs in {logs}"
 
     def __init__(self, run_id: str, groups: Sequence[Group], engines: Sequence[SwarmNode], *, clients: int,
-                 log_dir: str | os.PathLike | None = None, ready_timeout: float = 90.0):
+                 log_dir: str | os.PathLike | None = None, ready_timeout: float = 90.0, clients_on: str = "control",
+                 client_image: str = ""):
         super().__init__(run_id, groups, clients=clients, log_dir=log_dir, ready_timeout=ready_timeout)
+        self.clients_on, self.client_image = clients_on, client_image
+        self._pods: dict[str, tuple[SwarmNode, str]] = {}
         self.fallback_reason: str | None = None
         self.engines = list(engines)
         self.stack = stack_name(run_id)
@@ -176,8 +182,8 @@ class SwarmCluster(SwarmLinks, ServerCluster):
                 self._helpers[e.name] = self._start_helper(e)
             self._write_state()
             self._wait_containers()
-            self._record_placement()
             self._clients()
+            self._record_placement()
             self._wait_ready()
             self._write_state()
         except BaseException:
@@ -213,13 +219,18 @@ class SwarmCluster(SwarmLinks, ServerCluster):
         self.log_dir.mkdir(parents=True, exist_ok=True)
         (self.log_dir / "placement.txt").write_text("".join(
             f"{n.name} engine {self.placed[n.name].name} ({self.placed[n.name].url}) at {n.host}:{n.port} "
-            f"container {self._containers[n.name][:12]}\n" for n in self.nodes))
+            f"container {self._containers[n.name][:12]}\n" for n in self.nodes) + self._pod_lines())
 
     def _clients(self) -> None:
         """Client namespaces on the bridge that reaches the engines, when this machine has it
-        (`make swarm`'s); otherwise the clients share the harness's namespace."""
+        (`make swarm`'s); otherwise the clients share the harness's namespace. With -o clients_on,
+        a pod per client host on its engine instead (harness/cluster/swarm_clients.py)."""
         from harness.cluster import netns
 
+        if self.clients_elsewhere():
+            self._client_pods()
+            self._write_state()
+            return
         if LAB_BRIDGE not in netns._links():
             self.fallback_reason = (f"no bridge {LAB_BRIDGE} here: the clients share the harness's network namespace, "
                                     "so no client can be cut alone")
@@ -344,7 +355,8 @@ class SwarmCluster(SwarmLinks, ServerCluster):
                  "nodes": [n.to_dict() for n in self.nodes], "pids": dict(self._pids), "stack": self.stack,
                  "engines": [[e.name, e.url, e.addr] for e in self.engines],
                  "placed": {n: e.name for n, e in self.placed.items()},
-                 "clients": {"netns": self.client_netns}}
+                 "clients": {"netns": self.client_netns, "on": self.clients_on,
+                             "pods": {c: [e.name, pod] for c, (e, pod) in self._pods.items()}}}
         (self.dir / "state.json").write_text(json.dumps(state, indent=1))
 
 
@@ -363,7 +375,11 @@ def preflight(spec: Any, kind: str) -> None:
     if shutil.which("docker") is None:
         raise MissingDependency(f"the docker CLI is not installed (it deploys the stack); {SETUP}")
     engines = read_nodes(nodes_file(spec))
+    from harness.core.options import cluster_option
+
     images = [image(k) for k in sorted({kind, "valkey"})] + [HARNESS_IMAGE]
+    if cluster_option(spec.options, "client_image"):  # the clients' own image (-o clients_on)
+        images.append(cluster_option(spec.options, "client_image"))
     lacking: list[tuple[SwarmNode, str]] = []
     for i, e in enumerate(engines):
         api = engine_client(e.url, timeout=20)
@@ -422,5 +438,9 @@ def _load_image(img: str, into: SwarmNode, engines: Sequence[SwarmNode]) -> None
 
 
 def make_cluster(spec: Any, run_id: str, log_dir: Path, groups: Sequence[Group]) -> SwarmCluster:
-    return SwarmCluster(run_id, groups, read_nodes(nodes_file(spec)), clients=spec.concurrency, log_dir=log_dir)
+    from harness.core.options import cluster_option
+
+    return SwarmCluster(run_id, groups, read_nodes(nodes_file(spec)), clients=spec.concurrency, log_dir=log_dir,
+                        clients_on=cluster_option(spec.options, "clients_on"),
+                        client_image=cluster_option(spec.options, "client_image"))
 

@@ -4,7 +4,8 @@ SwarmCluster (harness/cluster/swarm.py).
 Between servers: iptables rules in each engine's host namespace, matched by address AND the
 servers' ports, so the swarm's own traffic between the engines is never cut; run by the run's
 helper container on that engine through the engine's API. Of a client: rules in the client's own
-namespace on this machine, by the server's address and ports, as are its slow links."""
+namespace on this machine, by the server's address and ports, as are its slow links; with
+`-o clients_on`, in its pod's namespace on its engine (harness/cluster/swarm_clients.py)."""
 
 from __future__ import annotations
 
@@ -40,10 +41,8 @@ class SwarmLinks(LinkShaping):
             return {}
         if self._is_client(a) or self._is_client(b):
             client, server = (a, b) if self._is_client(a) else (b, a)
-            if self.network is None:
-                raise NemesisError(f"cannot cut client {client} alone: {self.fallback_reason}")
             addr, ports = self._nodes[server].host, self._server_ports(server)
-            return {("netns", self.network.host(client).netns): {
+            return {self._client_where(client): {
                 f"-A INPUT -s {addr}/32 -p tcp -m multiport --sports {ports} {tag}",
                 f"-A OUTPUT -d {addr}/32 -p tcp -m multiport --dports {ports} {tag}"}}
         ea, eb = self.placed[a], self.placed[b]
@@ -82,9 +81,7 @@ class SwarmLinks(LinkShaping):
     def cut_one_way(self, client: str, servers: Iterable[str], lose: str) -> None:
         if lose not in ("request", "reply"):
             raise NemesisError(f"cannot cut the {lose!r} direction; choose request or reply")
-        if self.network is None:
-            raise NemesisError(f"cannot cut client {client} alone: {self.fallback_reason}")
-        ns = self.network.host(client).netns
+        where = self._client_where(client)
         rules = set()
         for s in servers:
             addr, ports = self._nodes[s].host, self._server_ports(s)
@@ -93,7 +90,7 @@ class SwarmLinks(LinkShaping):
             else:
                 rules.add(f"-A OUTPUT -d {addr}/32 -p tcp -m multiport --dports {ports} -m comment --comment {self.comment} "
                           f"-j REJECT --reject-with tcp-reset")
-        self._apply({("netns", ns): rules})
+        self._apply({where: rules})
 
     def heal(self) -> None:
         self.partition({})
@@ -114,6 +111,8 @@ class SwarmLinks(LinkShaping):
             r = subprocess.run(["ip", "netns", "exec", name, "iptables-restore", "-w", "--noflush"], input=script,
                                capture_output=True, text=True, **quiet_group())
             ok, err = r.returncode == 0, r.stderr
+        elif kind == "pod":  # a client's network on the swarm (-o clients_on)
+            ok, err = self._pod_exec(name, ["sh", "-c", 'printf %s "$1" | iptables-restore -w --noflush', "sh", script])
         else:
             engine = next(e for e in self.engines if e.name == name)
             api = self.api(engine)
@@ -128,6 +127,8 @@ class SwarmLinks(LinkShaping):
         port now (1 s)."""
         target = self.node(dst)
         probe = f"exec 3<>/dev/tcp/{target.host}/{target.port}"
+        if self._is_client(src) and self.clients_elsewhere():
+            return self._pod_exec(src, ["timeout", "1", "bash", "-c", probe])[0]
         if self._is_client(src):
             if self.network is None:
                 return True

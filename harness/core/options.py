@@ -130,6 +130,18 @@ CLUSTER_OPTIONS = (
     Option(name="own_key", type=bool, default=False,
            help="client i always takes lock key i (mod --keys) instead of a random key per cycle: a throughput "
                 "probe without contention, as the services' own load tools measure"),
+    Option(name="clients_on", type=str, default="control", choices=("control", "manager", "spread"),
+           help="with --cluster swarm and --client CMD: where the client processes run. control: on this machine "
+                "(the control node), as with every other provider; manager: in containers on the swarm's manager; "
+                "spread: in containers round robin over the swarm's engines (client host cI on engine I). Their "
+                "network is a container's own, cut and paused through its engine. Never taken from a run dir: a "
+                "replay's clients run on this machine",
+           given_by="-o clients_on"),
+    Option(name="client_image", type=str, default="",
+           help="with -o clients_on=manager|spread: the image the client command runs in (default: the harness "
+                "image, which has Python and the harness's libraries); this machine's working directory and the "
+                "chaoslock checkout are mounted at the same paths. Never taken from a run dir",
+           given_by="-o client_image"),
 )
 
 

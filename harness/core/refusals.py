@@ -42,6 +42,8 @@ def refuse(spec: Any) -> None:
     if getattr(spec, "fencing", False) and cluster_option(spec.options, "resource") == "none":
         raise BadArgument("--fencing makes the verdict the data's, and -o resource=none writes no data: drop one "
                           "(without --fencing, mutual exclusion is judged)")
+    if why := _clients_on_refusal(spec):
+        raise BadArgument(why)
     margin = cluster_option(spec.options, "margin_ms")
     if spec.hold_until_expiry and margin >= spec.ttl_ms:
         raise BadArgument(f"-o margin_ms={margin:g} with --hold-until-expiry leaves no time to hold a lease of "
@@ -49,6 +51,36 @@ def refuse(spec: Any) -> None:
     if spec.hold_max_ms is not None and spec.hold_max_ms >= spec.time_limit * 1000:
         raise BadArgument(f"--hold-max ({spec.hold_max_ms} ms) must be shorter than --time-limit "
                           f"({spec.time_limit:g} s), or no hold ends within the run")
+
+
+REMOTE_CLIENT_FAULTS = {
+    "slow-link": "its delays run through a queue process in the client's own network namespace on this machine",
+}
+
+
+def _clients_on_refusal(spec: Any) -> str | None:
+    """-o clients_on=manager|spread: client processes in containers on a swarm's engines."""
+    where = cluster_option(spec.options, "clients_on")
+    if where == "control":
+        if cluster_option(spec.options, "client_image"):
+            return "-o client_image goes with -o clients_on=manager|spread (the clients' containers on a swarm)"
+        return None
+    if getattr(spec, "cluster", None) != "swarm":
+        return f"-o clients_on={where} places the clients on a swarm's engines: it goes with --cluster swarm"
+    if spec.backend != "external":
+        return (f"-o clients_on={where} runs client processes in containers, and backend {spec.backend} runs inside "
+                f"the harness's workers; give it as a client: --client 'python3 clients/python-relay/relay.py "
+                f"--backend {spec.backend}' --servers KIND:N")
+    if cluster_option(spec.options, "load_driver") != "python" or cluster_option(spec.options, "load_clients"):
+        return f"-o clients_on={where} runs one client process per worker; drop -o load_driver and -o load_clients"
+    for name in spec.nemesis:
+        if name in REMOTE_CLIENT_FAULTS:
+            return (f"{name} cannot act on clients in containers on the swarm ({REMOTE_CLIENT_FAULTS[name]}); "
+                    f"drop -o clients_on={where} (the clients then run here) or the fault")
+    if "clock-skew" in spec.nemesis and spec.options.get("clock_target") == "clients":
+        return (f"clock-skew -o clock_target=clients moves a client process's clock from this machine, and with "
+                f"-o clients_on={where} it runs in a container on the swarm; use clock_target=servers or drop -o clients_on")
+    return None
 
 
 def fit(spec: Any) -> str | None:

@@ -199,6 +199,10 @@ class Workers:
         state = getattr(cluster, "dir", None)  # the run's state dir (harness/cluster/local.py)
         self.contained = getattr(cluster, "contained", None)  # the run's cgroup (harness/cluster/containment.py)
         self.run_id = getattr(cluster, "run_id", None)
+        from harness.core.contracts.cluster import ControlsClients
+
+        # client processes in containers elsewhere (swarm -o clients_on): paused and killed there too
+        self.elsewhere = cluster if isinstance(cluster, ControlsClients) and cluster.clients_elsewhere() else None
         self.strays: list[str] = []  # processes left in the clients' cgroup after the workers stopped
         self.died: list[tuple[int, int]] = []  # (index, signal) of workers a signal ended before the stop
         procs = self.contained.procs("clients") if self.contained is not None else None
@@ -209,7 +213,7 @@ class Workers:
         store_node = next(n for n in cluster.nodes if n.role == "store")
         for i in range(spec.concurrency):
             place = cluster.client(i)  # compose workers reach the servers through their own proxies
-            args = WorkerArgs(index=i, spec=spec, nodes=place.nodes, store=store_node, netns=place.netns,
+            args = WorkerArgs(index=i, spec=spec, nodes=place.nodes, store=store_node, netns=place.netns, wrap=place.wrap,
                               clocks=self.clocks, clock_seen=self.clock_seen, holding=self.holding,
                               log_path=str(log_dir / f"worker-c{i + 1}.log") if log_dir else None,
                               cgroup_procs=procs, waiting=self.waiting, recorded=self.recorded,
@@ -301,6 +305,8 @@ class Workers:
         pid = self.pid(index)
         os.killpg(pid, signal.SIGSTOP)  # the worker and any client process it runs (its own group)
         self.paused.add(index)
+        if self.elsewhere is not None:  # its client process, frozen where it runs
+            self.elsewhere.pause_client(index)
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
             state = proc_state(pid)
@@ -315,6 +321,8 @@ class Workers:
 
     def resume(self, index: int) -> None:
         if index not in self.down:
+            if self.elsewhere is not None:
+                self.elsewhere.resume_client(index)
             os.killpg(self.pid(index), signal.SIGCONT)
         self.paused.discard(index)
 
@@ -375,6 +383,7 @@ class Workers:
             os.killpg(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        elsewhere = self.elsewhere.kill_client(index) if self.elsewhere is not None else []
         self.down.add(index)
         self.paused.discard(index)
         self.holding[index] = self.waiting[index] = self.parking[index] = 0
@@ -384,7 +393,7 @@ class Workers:
             left = group_members(pid)
         self.procs[index].join(max(0.0, wait_s - (time.monotonic() - t)))
         return {"pid": pid, "group": sorted(group), "gone": not left and not self.procs[index].is_alive(),
-                "gone_ms": round(1000 * (time.monotonic() - t), 1)}
+                "gone_ms": round(1000 * (time.monotonic() - t), 1), **({"containers": elsewhere} if elsewhere else {})}
 
     def record_for(self, index: int, ops: list[dict]) -> None:
         """Record ops on behalf of a dead worker's process (counted as its own)."""

@@ -52,6 +52,7 @@ class WorkerArgs:
     nodes: tuple  # Node values of the lock service
     store: Any  # Node of the resource server
     netns: str | None = None
+    wrap: tuple = ()  # an external client's command runs after this argv (its container on a swarm engine)
     clocks: Any = None  # shared array of wall-clock offsets, one per worker (in-process skew)
     clock_seen: Any = None  # the offsets external client processes report of their own clocks
     holding: Any = None  # shared flags, one per worker: 1 from an ok acquire to its release (pause-holder aims by it)
@@ -214,6 +215,12 @@ def _work(args: WorkerArgs, queue, stop, go) -> None:
         from workloads.external import LOG_ENV
 
         os.environ[LOG_ENV] = args.log_path  # an external client's stderr is kept beside this log
+    if args.wrap:
+        import json
+
+        from workloads.external import WRAP_ENV
+
+        os.environ[WRAP_ENV] = json.dumps(list(args.wrap))
     if args.netns:
         from harness.cluster.netns import enter_netns
 

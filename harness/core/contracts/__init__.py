@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from harness.core.contracts.checker import Checker, CheckResult
 from harness.core.contracts.client import ChoosesServers, Lease, LockClient, ReadsWallClock, StillHeld
-from harness.core.contracts.cluster import (ClockControl, ClockInLog, Cluster, CountsRequests, HasLeader, NetworkControl,
+from harness.core.contracts.cluster import (ClockControl, ClockInLog, Cluster, ControlsClients, CountsRequests, HasLeader, NetworkControl,
                                             Node, ProcessControl, Provider, ServerKind, SetsClocksTogether, Shape,
                                             ShapesLinks, ShipsBinary)
 from harness.core.contracts.nemesis import JudgesSpec, MovesServerClocks, Nemesis, NemesisContext, Reactive
 from harness.core.faults import FaultKind
 
 __all__ = [
-    "CheckResult", "Checker", "ChoosesServers", "ClockControl", "ClockInLog", "Cluster", "CountsRequests", "FaultKind",
+    "CheckResult", "Checker", "ChoosesServers", "ClockControl", "ClockInLog", "Cluster", "ControlsClients", "CountsRequests", "FaultKind",
     "HasLeader", "JudgesSpec", "Lease", "LockClient", "MovesServerClocks", "Nemesis", "NemesisContext", "NetworkControl",
     "Node", "ProcessControl", "Provider", "Reactive", "ReadsWallClock", "ServerKind", "SetsClocksTogether", "Shape",
     "ShapesLinks", "ShipsBinary", "StillHeld",

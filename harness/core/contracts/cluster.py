@@ -85,6 +85,22 @@ class ClientPlace:
 
     netns: str | None  # network namespace the worker enters; None: the harness's own
     nodes: tuple[Node, ...]  # the lock servers as this client reaches them (its own proxies, on compose)
+    wrap: tuple[str, ...] = ()  # an external client's command runs after this (a container elsewhere), else here
+
+
+@runtime_checkable
+class ControlsClients(Protocol):
+    """A cluster whose client processes run elsewhere (the swarm's `-o clients_on`): the worker
+    on this machine records the ops, and these pause, resume and kill worker i's client process
+    where it runs, beside the worker's own SIGSTOP / SIGCONT / SIGKILL."""
+
+    def clients_elsewhere(self) -> bool: ...
+
+    def pause_client(self, index: int) -> None: ...
+
+    def resume_client(self, index: int) -> None: ...
+
+    def kill_client(self, index: int) -> list[str]: ...
 
 
 @runtime_checkable

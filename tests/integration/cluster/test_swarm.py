@@ -165,23 +165,108 @@ def test_every_fault_lands_through_the_engines_and_is_read_back(lab):
     assert ours_on_engines() == []
 
 
-def test_a_sigkilled_run_leaves_what_cluster_down_all_removes_on_every_engine(lab, tmp_path):
-    p = subprocess.Popen([sys.executable, "-m", "harness", "run", "--cluster", "swarm", "--backend", "etcd", "--nemesis",
-                          "partition", "--time-limit", "120", "--seed", "3", "--store", str(tmp_path)], cwd=ROOT,
+RELAY = "python3 clients/python-relay/relay.py --backend etcd"  # the etcd design as a client process
+
+
+def test_clients_on_the_swarm_are_paused_and_killed_where_they_run(lab, tmp_path):
+    """-o clients_on=spread: client host cI's pod on engine eI, each worker's client process in a
+    container of its own there. The etcd design keeps its lease alive from a thread of the client
+    process: a pause of the worker alone (on this machine) would leave that thread renewing and
+    the lock never lost. The pause reaches the container (frozen by its engine), so the lease runs
+    out and the next holder overlaps the paused one: violations the pause explains, exit 1, as on
+    the local provider with the same seed. kill-holder kills the holder's container through its
+    engine; with --fencing the run is valid."""
+    common = ["--client", RELAY, "--servers", "etcd:3", "--concurrency", "3", "--time-limit", "20", "--seed", "7"]
+    r, s = _run(tmp_path / "pause", *common, "--nemesis", "pause-holder", "-o", "clients_on=spread")
+    assert r.returncode == 1 and s["violations"] > 0 and s["unexplained"] == 0, s
+    assert set(s["violations_by_cause"]) == {"overran-paused"}, s["violations_by_cause"]
+    local = chaos("run", *common, "--nemesis", "pause-holder", "--store", str(tmp_path / "local"), timeout=600)
+    assert local.returncode == r.returncode, local.stdout[-1500:]
+    placed = _placement(s)
+    assert [placed[c] for c in ("c1", "c2", "c3")] == list(ENGINES), placed
+    assert ours_on_engines() == []
+
+    r, s = _run(tmp_path / "kill", *common, "--nemesis", "kill-holder", "--fencing", "-o", "clients_on=manager")
+    assert r.returncode == 0 and s["valid"] is True and s["lost_updates"] == 0, s
+    kills = [o for o in map(json.loads, open(Path(s["run_dir"]) / "history.jsonl"))
+             if o["process"] == "nemesis" and o["f"] == "kill-holder" and o["type"] == "ok"]
+    assert kills and all(len(o["value"]["containers"]) == 1 and o["value"]["gone"] for o in kills), kills
+    assert {_placement(s)[c] for c in ("c1", "c2", "c3")} == {"e1"}
+    assert ours_on_engines() == []
+
+
+def test_a_client_on_the_swarm_is_cut_paused_and_killed_through_its_engine(lab):
+    """The pod's network cut from one server (rules in the pod, read back from it), the other
+    client untouched; a worker's client container paused, resumed and killed by its engine."""
+    import secrets
+
+    from harness.cluster.kinds import node_names, server_kind
+    from harness.cluster.provider import Group
+    from harness.cluster.swarm import SwarmCluster
+    from harness.cluster.swarm_engines import read_nodes
+    from harness.cluster.valkey import ValkeyKind
+
+    run_id = secrets.token_hex(3)
+    groups = [Group(kind=server_kind("valkey", {}), names=node_names("valkey", 3)),
+              Group(kind=ValkeyKind(), names=("store",), role="store")]
+    c = SwarmCluster(run_id, groups, read_nodes("/run/chaoslock-swarm/nodes"), clients=2, clients_on="spread")
+    c.up()
+    proc = None
+    try:
+        assert c.reaches("c1", "n1") and c.reaches("c2", "n1")
+        c.partition({"c1": ["n1"], "n1": ["c1"]})
+        assert not c.reaches("c1", "n1") and c.reaches("c1", "n2") and c.reaches("c2", "n1")
+        c.cut_one_way("c2", ["n3"], "request")
+        assert not c.reaches("c2", "n3") and c.reaches("c1", "n3")
+        c.heal()
+        assert c.reaches("c1", "n1") and c.reaches("c2", "n3")
+        proc = subprocess.Popen([*c.client(1).wrap, "sleep", "60"], stdin=subprocess.PIPE)
+
+        def state() -> list[str]:
+            return d("e2", "ps", "-a", "--filter", f"label=chaoslock.worker=1", "--filter", f"label={RUN_LABEL}={run_id}",
+                     "--format", "{{.State}}").split()
+
+        deadline = time.monotonic() + 30
+        while state() != ["running"] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert state() == ["running"]
+        c.pause_client(1)
+        assert state() == ["paused"]
+        c.resume_client(1)
+        assert state() == ["running"]
+        c.pause_client(1)
+        assert len(c.kill_client(1)) == 1  # a paused container too
+        assert state() in ([], ["exited"])
+    finally:
+        if proc is not None:
+            proc.kill()
+        c.down()
+    assert ours_on_engines() == []
+
+
+@pytest.mark.parametrize("args, left", [
+    (["--backend", "etcd", "--nemesis", "partition"], "--comment chaoslock-"),
+    (["--client", RELAY, "--servers", "etcd:3", "--nemesis", "partition-client", "-o", "clients_on=spread"], "pod"),
+])
+def test_a_sigkilled_run_leaves_what_cluster_down_all_removes_on_every_engine(lab, tmp_path, args, left):
+    p = subprocess.Popen([sys.executable, "-m", "harness", "run", "--cluster", "swarm", *args, "--time-limit", "120",
+                          "--seed", "3", "--store", str(tmp_path)], cwd=ROOT,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:  # until the stack runs and a cut is in place
-            rules = subprocess.run(["ip", "netns", "exec", "chswarm-e1", "iptables-save"], capture_output=True,
-                                   text=True).stdout + "".join(
-                subprocess.run(["ip", "netns", "exec", f"chswarm-{e}", "iptables-save"], capture_output=True,
-                               text=True).stdout for e in ENGINES[1:])
+        while time.monotonic() < deadline:  # until the stack runs and a cut is in place (in a client pod)
+            rules = "".join(subprocess.run(["ip", "netns", "exec", f"chswarm-{e}", "iptables-save"], capture_output=True,
+                                           text=True).stdout for e in ENGINES)
+            if left == "pod":
+                rules = "".join(subprocess.run(["docker", "-H", f"unix:///run/chaoslock-swarm/{e}.sock", "exec", pod,
+                                                "iptables-save"], capture_output=True, text=True).stdout
+                                for e in ENGINES for pod in d(e, "ps", "-q", "--filter", "label=chaoslock.client").split())
             if "--comment chaoslock-" in rules:
                 break
             assert p.poll() is None, p.communicate()[1][-2000:]
             time.sleep(0.5)
         else:
-            pytest.fail("no partition rule appeared on any engine within 180 s")
+            pytest.fail("no cut appeared on any engine within 180 s")
         os.killpg(p.pid, signal.SIGKILL)
         p.communicate(timeout=30)
         assert ours_on_engines() != []  # the killed run left its stack, containers and a cut

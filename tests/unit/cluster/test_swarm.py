@@ -91,3 +91,74 @@ def test_a_client_cut_needs_the_client_namespaces():
     with pytest.raises(NemesisError, match="cannot cut client c1 alone: no bridge here"):
         c._cut_rules("c1", "e1")
     assert c._cut_rules("c1", "c2") == {}
+
+
+def on_the_swarm(where: str) -> SwarmCluster:
+    c = SwarmCluster("abc123", [Group(kind=server_kind("etcd", {}), names=node_names("etcd", 3)),
+                                Group(kind=ValkeyKind(), names=("store",), role="store")],
+                     ENGINES, clients=4, clients_on=where, client_image="my/client:1")
+    c._pods = {f"c{i + 1}": (c.client_engine(i), f"pod{i + 1}" + "0" * 20) for i in range(c.n_clients)}
+    return c
+
+
+def test_clients_on_places_each_client_host_on_the_manager_or_round_robin():
+    assert [on_the_swarm("manager").client_engine(i).name for i in range(4)] == ["e1", "e1", "e1", "e1"]
+    assert [on_the_swarm("spread").client_engine(i).name for i in range(4)] == ["e1", "e2", "e3", "e1"]
+    assert not cluster("etcd", 3).clients_elsewhere() and on_the_swarm("spread").clients_elsewhere()
+
+
+def test_a_worker_on_the_swarm_runs_its_client_in_a_container_in_its_pods_network():
+    from pathlib import Path
+
+    from harness.cluster.swarm_clients import CHECKOUT
+
+    place = on_the_swarm("spread").client(1)
+    assert place.netns is None and [n.name for n in place.nodes] == ["e1", "e2", "e3"]
+    w = list(place.wrap)
+    assert w[:6] == ["docker", "-H", "unix:///run/e2.sock", "run", "-i", "--rm"]
+    assert w[w.index("--network") + 1] == "container:pod2" + "0" * 20
+    assert "chaoslock.run=abc123" in w and "chaoslock.worker=1" in w and w[-1] == "my/client:1"
+    mounts = [w[i + 1] for i, a in enumerate(w) if a == "-v"]
+    assert f"{CHECKOUT}:{CHECKOUT}" in mounts or any(CHECKOUT.is_relative_to(m.split(":")[0]) for m in mounts)
+    assert w[w.index("-w") + 1] == str(Path.cwd().resolve())
+    assert cluster("etcd", 3).client(1).wrap == ()  # clients_on=control: the worker's own process, here
+
+
+def test_a_cut_of_a_client_on_the_swarm_goes_into_its_pod():
+    c = on_the_swarm("spread")
+    rules = c._cut_rules("c2", "e1")
+    assert set(rules) == {("pod", "c2")}
+    assert "-A OUTPUT -d 198.19.249.11/32 -p tcp -m multiport --dports 21000,21001" in "\n".join(rules[("pod", "c2")])
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--cluster", "local", "--client", "x", "--servers", "valkey:1", "-o", "clients_on=spread"], "goes with --cluster swarm"),
+    (["--cluster", "swarm", "--backend", "redis", "-o", "clients_on=manager"], "give it as a client: --client 'python3 clients/python-relay/relay.py --backend redis'"),
+    (["--cluster", "swarm", "--client", "x", "--servers", "valkey:1", "-o", "clients_on=spread", "-n", "slow-link",
+      "-o", "delay_ms=100"], "slow-link cannot act on clients in containers"),
+    (["--cluster", "swarm", "--client", "x", "--servers", "valkey:1", "-o", "clients_on=spread", "-n", "clock-skew",
+      "-o", "clock_target=clients"], "use clock_target=servers or drop -o clients_on"),
+    (["--cluster", "swarm", "--client", "x", "--servers", "valkey:1", "-o", "client_image=a/b"], "-o client_image goes with -o clients_on"),
+])
+def test_clients_on_refusals_come_from_the_spec_alone(argv, words):
+    from harness.core.spec import TestSpec
+
+    kw: dict = {"options": {}}
+    it = iter(argv)
+    for a in it:
+        v = next(it)
+        if a == "--cluster":
+            kw["cluster"] = v
+        elif a == "--backend":
+            kw["backend"] = v
+        elif a == "--client":
+            kw["backend"], kw["options"]["command"] = "external", v
+        elif a == "--servers":
+            kw["options"]["servers"] = v
+        elif a == "-n":
+            kw["nemesis"] = (v,)
+        else:
+            k, _, val = v.partition("=")
+            kw["options"][k] = val
+    with pytest.raises(BadArgument, match=words.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        TestSpec(**kw).validate()

@@ -55,6 +55,15 @@ def test_an_option_given_by_a_flag_is_dropped_from_a_built_in_backends_options_t
     assert "command" not in spec.options
 
 
+def test_where_the_clients_ran_and_their_image_are_never_taken_from_a_run_dir():
+    """-o clients_on / client_image (the swarm's clients in containers) say where and in what a
+    program runs: a replay runs its clients on this machine, never in an image a run dir names."""
+    swarm = dataclasses.replace(HOSTILE, cluster="swarm", options={**HOSTILE.options, "clients_on": "spread",
+                                                                    "client_image": "evil/image:1"})
+    spec = spec_for(swarm, "RUN", Here(client="python3 mine.py"))
+    assert "clients_on" not in spec.options and "client_image" not in spec.options
+
+
 def fault(f, value=None, heal="", heal_value=None, at=1.0, duration=1.0):
     return Recorded(f=f, at=at, duration=duration, value=value, heal=heal, heal_value=heal_value)
 
