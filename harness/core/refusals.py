@@ -78,8 +78,9 @@ def _clients_on_refusal(spec: Any) -> str | None:
             return (f"{name} cannot act on clients in containers on the swarm ({REMOTE_CLIENT_FAULTS[name]}); "
                     f"drop -o clients_on={where} (the clients then run here) or the fault")
     if "clock-skew" in spec.nemesis and spec.options.get("clock_target") == "clients":
-        return (f"clock-skew -o clock_target=clients moves a client process's clock from this machine, and with "
-                f"-o clients_on={where} it runs in a container on the swarm; use clock_target=servers or drop -o clients_on")
+        return (f"clock-skew -o clock_target=clients moves a client process's clock from this machine (the vDSO "
+                f"patch), and with -o clients_on={where} it runs in a container on the swarm (libfaketime there would "
+                f"fake its monotonic clock too, or fail its sleeps); use clock_target=servers or drop -o clients_on")
     return None
 
 
