@@ -8,6 +8,9 @@ own address and port. With `--queue-bypass` a packet passes unheld if this proce
 so a crash makes the link fast, never cut.
 
     python -m harness.cluster.delayer --queue Q --delay-ms D [--jitter-ms J] [--seed S] NETNS...
+    python -m harness.cluster.delayer --queue Q --delay-ms D ... --here
+
+`--here`: the namespace it runs in (a container's, on the swarm's engines), none entered.
 
 One queue connection per namespace (a netlink socket belongs to the namespace it was made
 in: the main thread enters each in turn). Prints "ready" once every queue is bound; runs
@@ -86,11 +89,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--delay-ms", type=float, required=True)
     p.add_argument("--jitter-ms", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("netns", nargs="+")
+    p.add_argument("--here", action="store_true", help="bind the queue in this process's own network namespace")
+    p.add_argument("netns", nargs="*")
     a = p.parse_args(argv)
+    if not a.here and not a.netns:
+        p.error("name the namespaces to bind the queue in, or give --here")
     holder = Holder(a.delay_ms / 1000, a.jitter_ms / 1000, a.seed)
     home = os.open("/proc/self/ns/net", os.O_RDONLY)
     conns = []
+    if a.here:
+        conn = fnfqueue.Connection()
+        conn.bind(a.queue).set_mode(0xFFFF, fnfqueue.COPY_META)
+        conns.append(conn)
     for ns in a.netns:
         fd = os.open(f"/var/run/netns/{ns}", os.O_RDONLY)
         try:

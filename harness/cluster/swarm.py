@@ -26,8 +26,10 @@ ADDRESS is where the engine's host is reached (its host-network services listen 
              engine's API (Docker SDK).
   clock      libfaketime's clock file (valkey; ZooKeeper with zk_clock=faketime), or the vDSO
              patch of the server's host process where the engine shares this machine's pids.
-  slow link  the clients' links only, shaped in their own namespaces by the server's address
-             and ports: the NFQUEUE delayer, a random DROP, an htb class (harness/cluster/shaping.py).
+  slow link  the clients' links, shaped in their own namespaces by the server's address and
+             ports: the NFQUEUE delayer, a random DROP, an htb class (harness/cluster/shaping.py);
+             links from a server or a client on the swarm: the same rules in its engine's host
+             namespace or its pod, with a delayer started there (swarm_links.py); no bandwidth.
 
 Everything carries the run id: the stack's services and containers the label `chaoslock.run`,
 helper containers too, client namespaces their names. `down`, and `chaos cluster down` from the
@@ -251,6 +253,10 @@ class SwarmCluster(SwarmClients, SwarmLinks, ServerCluster):
             self._apply({})  # the cuts live in the engines' host namespaces, beyond the containers
         except Exception:
             self._rules.clear()  # remove_run sweeps them below
+        try:
+            self.unshape_links()  # slow links: in the engines' host namespaces too (and their delayers)
+        except Exception:
+            pass
         for name in list(self._paused):
             try:
                 self.resume(name)

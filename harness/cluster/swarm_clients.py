@@ -126,13 +126,6 @@ class SwarmClients:
         return [cid[:12] for _, cid in found]
 
     # -- the pods' network: where client rules run ------------------------------------------------
-    def _pod_exec(self, client: str, argv: list[str]) -> tuple[bool, str]:
-        engine, pod = self._pods[client]
-        api = self.api(engine)
-        ex = api.exec_create(pod, argv)
-        out = api.exec_start(ex["Id"]).decode(errors="replace")
-        return api.exec_inspect(ex["Id"]).get("ExitCode") == 0, out
-
     def _client_where(self, client: str) -> tuple[str, str]:
         """Where rules cutting client host `client` go: its pod, or its namespace here."""
         if self.clients_elsewhere():

@@ -10,6 +10,7 @@ namespace on this machine, by the server's address and ports, as are its slow li
 from __future__ import annotations
 
 import subprocess
+import time
 from typing import Any, Iterable, Mapping, Sequence
 
 from harness.core.contracts.cluster import Shape
@@ -111,14 +112,8 @@ class SwarmLinks(LinkShaping):
             r = subprocess.run(["ip", "netns", "exec", name, "iptables-restore", "-w", "--noflush"], input=script,
                                capture_output=True, text=True, **quiet_group())
             ok, err = r.returncode == 0, r.stderr
-        elif kind == "pod":  # a client's network on the swarm (-o clients_on)
-            ok, err = self._pod_exec(name, ["sh", "-c", 'printf %s "$1" | iptables-restore -w --noflush', "sh", script])
-        else:
-            engine = next(e for e in self.engines if e.name == name)
-            api = self.api(engine)
-            ex = api.exec_create(self._helpers[name], ["sh", "-c", 'printf %s "$1" | iptables-restore -w --noflush', "sh", script])
-            out = api.exec_start(ex["Id"]).decode(errors="replace")
-            ok, err = api.exec_inspect(ex["Id"]).get("ExitCode") == 0, out
+        else:  # an engine's host namespace (its helper), or a client's pod on the swarm (-o clients_on)
+            ok, err = self._exec_in(where, ["sh", "-c", 'printf %s "$1" | iptables-restore -w --noflush', "sh", script])
         if not ok:
             raise NemesisError(f"iptables-restore on {kind} {name} failed: {err.strip()[-300:]}")
 
@@ -128,21 +123,147 @@ class SwarmLinks(LinkShaping):
         target = self.node(dst)
         probe = f"exec 3<>/dev/tcp/{target.host}/{target.port}"
         if self._is_client(src) and self.clients_elsewhere():
-            return self._pod_exec(src, ["timeout", "1", "bash", "-c", probe])[0]
+            return self._exec_in(("pod", src), ["timeout", "1", "bash", "-c", probe])[0]
         if self._is_client(src):
             if self.network is None:
                 return True
             r = subprocess.run(["ip", "netns", "exec", self.network.host(src).netns, "timeout", "1", "bash", "-c", probe],
                                capture_output=True, **quiet_group())
             return r.returncode == 0
-        engine = self.placed[self.node(src).name]
-        api = self.api(engine)
-        helper = self._helpers.get(engine.name) or self._start_helper_for(engine)
-        ex = api.exec_create(helper, ["timeout", "1", "bash", "-c", probe])
-        api.exec_start(ex["Id"])
-        return api.exec_inspect(ex["Id"]).get("ExitCode") == 0
+        return self._exec_in(("engine", self.placed[self.node(src).name].name), ["timeout", "1", "bash", "-c", probe])[0]
 
-    # -- ShapesLinks: the clients' links, shaped in the clients' own namespaces ------------------
+    # -- ShapesLinks ------------------------------------------------------------------------------
+    def shape_links(self, pairs: Sequence[tuple[str, str]], shape: Shape, *, seed: int = 0, probes: int = 5) -> dict:
+        """Client links of clients on this machine: in their namespaces (LinkShaping). Links from
+        a server (rules in its engine's host namespace, by its helper) or from a client on the
+        swarm (in its pod): the same rules, run in that container, with a delayer of its own."""
+        if all(self._is_client(a) for a, _ in pairs) and not self.clients_elsewhere():
+            return super().shape_links(pairs, shape, seed=seed, probes=probes)
+        return self._shape_in_containers(pairs, shape, seed, probes)
+
+    def unshape_links(self) -> None:
+        self._unshape_in_containers()
+        super().unshape_links()
+
+    def _shaping_place(self, src: str) -> tuple[str, str]:
+        if self._is_client(src):
+            return self._client_where(src)
+        if src not in self._nodes or self._nodes[src].role != "lock":
+            raise NemesisError(f"slow-link shapes links from a client or a lock server, not {src!r}")
+        engine = self.placed[src].name
+        shared = [n.name for n in self.lock_nodes() if n.name != src and self.placed[n.name].name == engine]
+        if shared:
+            raise NemesisError(f"{src} and {shared[0]} both run on engine {engine}, so a rule there would shape both; "
+                               f"give the swarm one engine per lock server")
+        return ("engine", engine)
+
+    def _shape_in_containers(self, pairs: Sequence[tuple[str, str]], shape: Shape, seed: int, probes: int) -> dict:
+        from dataclasses import asdict
+
+        from harness.cluster.shaping import MECHANISM, _PROBE, _summary
+
+        if not pairs:
+            raise NemesisError("slow-link has no link to shape")
+        if shape.rate_kbit:
+            raise NemesisError("slow-link -o rate_kbit on the swarm shapes only the links of clients on this machine")
+        comment = self.comment  # the run's: `chaos cluster down` sweeps the engines' rules by it
+        want: dict[tuple[str, str], list[str]] = {}
+        for src, dst in pairs:
+            where, d = self._shaping_place(src), self._nodes[dst]
+            matches = [f"-d {d.host}/32 -p tcp -m multiport --dports {self._server_ports(dst)}"]
+            if not self._is_client(src):  # what src answers dst's own connections goes that way too
+                matches.append(f"-d {d.host}/32 -p tcp -m multiport --sports {self._server_ports(src)}")
+            for m in matches:  # each -I 1: the DROP ends up above the queue (a queued packet accepted skips it)
+                if shape.delay_ms or shape.jitter_ms:
+                    want.setdefault(where, []).append(f"-I OUTPUT 1 {m} -m comment --comment {comment} "
+                                                      f"-j NFQUEUE --queue-num {QUEUE} --queue-bypass")
+                if shape.loss:
+                    want.setdefault(where, []).append(f"-I OUTPUT 1 {m} -m statistic --mode random --probability "
+                                                      f"{shape.loss:.6f} -m comment --comment {comment} -j DROP")
+        self.unshape_links()
+        src0, dst0 = pairs[0]
+        target, place0 = self.node(dst0), self._shaping_place(src0)
+        probe = ["python3", "-c", _PROBE, target.host, str(target.port)]
+        before = self._probe_in(place0, [*probe, str(probes), "2.0"])
+        state = self._container_shape_state()
+        try:
+            for where in want:
+                if shape.delay_ms or shape.jitter_ms:
+                    self._start_delayer_in(where, shape, seed)
+                    state["delayers"].append(where)
+                self._restore(where, "*filter\n" + "\n".join(want[where]) + "\nCOMMIT\n")
+                state["rules"][where] = [l.replace("-I OUTPUT 1 ", "-D OUTPUT ") for l in want[where]]
+        except BaseException:
+            self._unshape_in_containers()
+            raise
+        timeout = 0.5 + 3 * (shape.delay_ms + shape.jitter_ms) / 1000
+        after = self._probe_in(place0, [*probe, str(probes if not shape.loss else max(probes, 40)), str(timeout)])
+        return {"links": [list(p) for p in pairs], "asked": asdict(shape), "mechanism": MECHANISM + ", in containers",
+                "probe": f"{src0}->{dst0}:{target.port}", **_summary(before, after)}
+
+    def _container_shape_state(self) -> dict:
+        if not hasattr(self, "_shaped_here"):
+            self._shaped_here: dict = {"rules": {}, "delayers": []}
+        return self._shaped_here
+
+    def _unshape_in_containers(self) -> None:
+        state = self._container_shape_state()
+        errors = []
+        for where, lines in list(state["rules"].items()):
+            try:
+                self._restore(where, "*filter\n" + "\n".join(lines) + "\nCOMMIT\n")
+            except NemesisError as e:
+                errors.append(str(e))
+            del state["rules"][where]
+        for where in list(state["delayers"]):
+            try:
+                self._exec_in(where, ["pkill", "-TERM", "-f", "harness.cluster.delayer"])
+            except Exception as e:  # the container is gone: so is its delayer
+                errors.append(f"{where[0]} {where[1]}: {' '.join(str(e).split())[:200]}")
+            state["delayers"].remove(where)
+        if errors:
+            raise NemesisError("could not remove the slow-link rules: " + "; ".join(errors))
+
+    def _exec_in(self, where: tuple[str, str], argv: list[str], *, detach: bool = False) -> tuple[bool, str]:
+        """Run argv in a client's pod or an engine's helper (its host namespace)."""
+        kind, name = where
+        if kind == "pod":
+            engine, cid = self._pods[name]
+        else:
+            engine = next(e for e in self.engines if e.name == name)
+            cid = self._helpers.get(name) or self._start_helper_for(engine)
+        api = self.api(engine)
+        ex = api.exec_create(cid, argv)
+        if detach:
+            api.exec_start(ex["Id"], detach=True)
+            return True, ""
+        out = api.exec_start(ex["Id"]).decode(errors="replace")
+        return api.exec_inspect(ex["Id"]).get("ExitCode") == 0, out
+
+    def _start_delayer_in(self, where: tuple[str, str], shape: Shape, seed: int) -> None:
+        """The packet delayer in that container's namespace (the harness in its image), up once
+        its queue is bound there."""
+        self._exec_in(where, ["python3", "-m", "harness.cluster.delayer", "--queue", str(QUEUE), "--delay-ms",
+                              str(shape.delay_ms), "--jitter-ms", str(shape.jitter_ms), "--seed", str(seed), "--here"],
+                      detach=True)
+        for _ in range(150):
+            ok, out = self._exec_in(where, ["cat", "/proc/net/netfilter/nfnetlink_queue"])
+            if ok and any(l.split()[:1] == [str(QUEUE)] for l in out.splitlines()):
+                return
+            time.sleep(0.1)
+        raise NemesisError(f"the packet delayer did not start in {where[0]} {where[1]} within 15 s; the harness image "
+                           f"there may predate it (`make swarm` rebuilds and loads it)")
+
+    def _probe_in(self, where: tuple[str, str], argv: list[str]) -> list:
+        import json
+
+        ok, out = self._exec_in(where, argv)
+        try:
+            return json.loads(out.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise NemesisError(f"could not measure the link from {where[0]} {where[1]}: {out.strip()[-200:]}") from None
+
+    # -- the clients' links from this machine, shaped in the clients' own namespaces --------------
     def _shaping_rules(self, pairs: Sequence[tuple[str, str]], shape: Shape,
                        comment: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
         """(client, server) links only, all in the client's namespace and matched by the

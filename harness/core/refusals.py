@@ -53,13 +53,21 @@ def refuse(spec: Any) -> None:
                           f"({spec.time_limit:g} s), or no hold ends within the run")
 
 
-REMOTE_CLIENT_FAULTS = {
-    "slow-link": "its delays run through a queue process in the client's own network namespace on this machine",
-}
+def _swarm_refusal(spec: Any) -> str | None:
+    """What the swarm provider cannot shape: bandwidth where the rules run in containers (links
+    from the servers, or from clients on the swarm), whose interfaces this machine does not own."""
+    if getattr(spec, "cluster", None) != "swarm" or "slow-link" not in spec.nemesis or not spec.options.get("rate_kbit"):
+        return None
+    if spec.options.get("between") == "servers" or cluster_option(spec.options, "clients_on") != "control":
+        return ("slow-link -o rate_kbit on the swarm limits only the links of clients on this machine (-o between=clients "
+                "-o clients_on=control); delay, jitter and loss work on every link")
+    return None
 
 
 def _clients_on_refusal(spec: Any) -> str | None:
     """-o clients_on=manager|spread: client processes in containers on a swarm's engines."""
+    if why := _swarm_refusal(spec):
+        return why
     where = cluster_option(spec.options, "clients_on")
     if where == "control":
         if cluster_option(spec.options, "client_image"):
@@ -73,10 +81,6 @@ def _clients_on_refusal(spec: Any) -> str | None:
                 f"--backend {spec.backend}' --servers KIND:N")
     if cluster_option(spec.options, "load_driver") != "python" or cluster_option(spec.options, "load_clients"):
         return f"-o clients_on={where} runs one client process per worker; drop -o load_driver and -o load_clients"
-    for name in spec.nemesis:
-        if name in REMOTE_CLIENT_FAULTS:
-            return (f"{name} cannot act on clients in containers on the swarm ({REMOTE_CLIENT_FAULTS[name]}); "
-                    f"drop -o clients_on={where} (the clients then run here) or the fault")
     if "clock-skew" in spec.nemesis and spec.options.get("clock_target") == "clients":
         return (f"clock-skew -o clock_target=clients moves a client process's clock from this machine (the vDSO "
                 f"patch), and with -o clients_on={where} it runs in a container on the swarm (libfaketime there would "

@@ -67,6 +67,20 @@ down() {
   rmdir "$BASE" 2>/dev/null || true
 }
 
+# load_images N: every project image of the host's engine into engines e1..eN where it is missing
+# or differs (its id: a rebuilt image keeps its tag); prints the images.
+load_images() {
+  local n=$1 imgs img want
+  imgs=$(images)
+  for img in $imgs; do
+    want=$(docker image inspect -f '{{.Id}}' "$img")
+    for i in $(seq "$n"); do
+      [ "$(d "e$i" image inspect -f '{{.Id}}' "$img" 2>/dev/null)" = "$want" ] || docker save "$img" | d "e$i" load -q >/dev/null
+    done
+  done
+  echo "$imgs"
+}
+
 up() {
   local n=${1:-3}
   case "$n" in [2-9]) ;; *) echo "swarm: N must be 2 to 9 engines; got $n" >&2; exit 254 ;; esac
@@ -74,7 +88,11 @@ up() {
   if [ -f "$MANIFEST" ]; then  # up already: fine if every engine answers (make swarm is safe to run again)
     local dead=0
     while read -r e _; do engine_up "$e" || dead=1; done < "$MANIFEST"
-    if [ "$dead" = 0 ]; then echo "swarm: up already ($(wc -l < "$MANIFEST") engines; \`$0 status\` lists them)"; return 0; fi
+    if [ "$dead" = 0 ]; then
+      load_images "$(wc -l < "$MANIFEST")" >/dev/null  # an image rebuilt since (make compose-harness) goes to every engine
+      echo "swarm: up already ($(wc -l < "$MANIFEST") engines; \`$0 status\` lists them)"
+      return 0
+    fi
     echo "swarm: a swarm made here is recorded in $MANIFEST but an engine does not answer; \`$0 down\` then up again" >&2
     exit 254
   fi
@@ -124,12 +142,7 @@ up() {
     d e1 node update --label-add "chaoslock.node=e$i" "$(d "e$i" info --format '{{.Swarm.NodeID}}')" >/dev/null
   done
   local imgs
-  imgs=$(images)
-  for img in $imgs; do
-    for i in $(seq "$n"); do
-      d "e$i" image inspect "$img" >/dev/null 2>&1 || docker save "$img" | d "e$i" load -q >/dev/null
-    done
-  done
+  imgs=$(load_images "$n")
   for i in $(seq "$n"); do echo "e$i $(sock "e$i") $NET.$((10 + i))"; done > "$NODES"
   trap - ERR INT TERM
   echo "swarm: $n engines up ($(sock e1) manager; addresses $NET.11-$NET.$((10 + n))); images: ${imgs:-none (run make compose)}" | tr '\n' ' '

@@ -111,13 +111,13 @@ def test_etcd_with_fencing_holds_under_partitions_and_paused_holders(lab, tmp_pa
 
 
 def test_every_fault_lands_through_the_engines_and_is_read_back(lab):
-    """Partitions between servers and of one client, pause, kill and restart, a clock move:
-    each applied through the engines' API (or the client's namespace) and read back."""
+    """Partitions between servers and of one client, slow links of a client and between servers
+    (delay and loss), pause, kill and restart, a clock move: each applied through the engines' API
+    (or the client's namespace) and read back."""
     from harness.cluster.kinds import node_names, server_kind
     from harness.cluster.provider import Group
     from harness.cluster.swarm import SwarmCluster
     from harness.cluster.swarm_engines import read_nodes
-    from harness.core.errors import NemesisError
     from harness.cluster.valkey import ValkeyKind
     from harness.core.contracts.cluster import RUN_ID
 
@@ -144,8 +144,14 @@ def test_every_fault_lands_through_the_engines_and_is_read_back(lab):
         got = c.shape_links([("c1", "n1"), ("c1", "n2")], Shape(delay_ms=200), seed=1)
         assert got["rtt_after_ms"] - got["rtt_before_ms"] >= 100, got  # a connect waits out the delay once
         c.unshape_links()
-        with pytest.raises(NemesisError, match="only the clients' links"):
-            c.shape_links([("n1", "n2")], Shape(delay_ms=200))
+        got = c.shape_links([("n1", "n2")], Shape(delay_ms=200), seed=1)  # in e1's host namespace, by its helper
+        assert got["rtt_after_ms"] - got["rtt_before_ms"] >= 100, got
+        assert c.reaches("n1", "n3") and c.reaches("n2", "n1")  # other links untouched
+        c.unshape_links()
+        again = c.shape_links([("n1", "n2")], Shape(loss=1.0), seed=1)
+        assert again["connects_failed"] == "40/40", again
+        c.unshape_links()
+        assert c.reaches("n1", "n2")
         c.set_clock("n2", 30.0)
         assert abs(c.read_clock_offset("n2") - 30.0) < 1.0 and abs(c.read_clock_offset("n1")) < 1.0
         c.set_clock("n2", 0.0)
@@ -220,6 +226,11 @@ def test_a_client_on_the_swarm_is_cut_paused_and_killed_through_its_engine(lab):
         assert not c.reaches("c2", "n3") and c.reaches("c1", "n3")
         c.heal()
         assert c.reaches("c1", "n1") and c.reaches("c2", "n3")
+        from harness.core.contracts.cluster import Shape
+
+        got = c.shape_links([("c2", "n1"), ("c2", "n2")], Shape(delay_ms=200), seed=1)  # in c2's pod, on e2
+        assert got["rtt_after_ms"] - got["rtt_before_ms"] >= 100 and got["probe"] == "c2->n1:21000", got
+        c.unshape_links()
         proc = subprocess.Popen([*c.client(1).wrap, "sleep", "60"], stdin=subprocess.PIPE)
 
         def state() -> list[str]:
