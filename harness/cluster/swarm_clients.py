@@ -11,7 +11,8 @@ op with this machine's clock (the history's). So:
 
   cuts       partition-client, partition-waiter and cut-in-flight put their rules in the pod's
              namespace (iptables through the pod, by the engine's API): the client's own network,
-             whichever container of it runs now.
+             whichever container of it runs now; slow-link too, with a delayer in the pod
+             (harness/cluster/swarm_links.py).
   pause      the worker's SIGSTOP, and the client's container frozen by its engine (`docker pause`);
   kill       the worker's SIGKILL, and the client's container killed by its engine; a respawned
              worker starts a new container in the same pod.
@@ -111,9 +112,9 @@ class SwarmClients:
                     raise ClusterError(f"could not resume worker {index}'s client container {cid[:12]}: "
                                        f"{' '.join(str(e).split())[:200]}") from None
 
-    def kill_client(self, index: int, wait_s: float = 5.0) -> list[str]:
+    def kill_client(self, index: int, wait_s: float = 5.0) -> dict:
         """SIGKILL worker i's client containers (a paused one too: the engine delivers the kill and
-        thaws it) and wait until none runs; the containers killed."""
+        thaws it) and wait until none runs: {"containers": those killed, "gone": none runs}."""
         found = self._worker_containers(index, ("running", "paused", "restarting"))
         for api, cid in found:
             try:
@@ -121,9 +122,9 @@ class SwarmClients:
             except Exception:
                 pass  # gone meanwhile
         deadline = time.monotonic() + wait_s
-        while self._worker_containers(index, ("running", "paused", "restarting")) and time.monotonic() < deadline:
+        while (left := self._worker_containers(index, ("running", "paused", "restarting"))) and time.monotonic() < deadline:
             time.sleep(0.02)
-        return [cid[:12] for _, cid in found]
+        return {"containers": [cid[:12] for _, cid in found], "gone": not left}
 
     # -- the pods' network: where client rules run ------------------------------------------------
     def _client_where(self, client: str) -> tuple[str, str]:

@@ -383,7 +383,7 @@ class Workers:
             os.killpg(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        elsewhere = self.elsewhere.kill_client(index) if self.elsewhere is not None else []
+        elsewhere = self.elsewhere.kill_client(index) if self.elsewhere is not None else {"gone": True}
         self.down.add(index)
         self.paused.discard(index)
         self.holding[index] = self.waiting[index] = self.parking[index] = 0
@@ -392,8 +392,10 @@ class Workers:
             time.sleep(0.002)
             left = group_members(pid)
         self.procs[index].join(max(0.0, wait_s - (time.monotonic() - t)))
-        return {"pid": pid, "group": sorted(group), "gone": not left and not self.procs[index].is_alive(),
-                "gone_ms": round(1000 * (time.monotonic() - t), 1), **({"containers": elsewhere} if elsewhere else {})}
+        return {"pid": pid, "group": sorted(group),
+                "gone": not left and not self.procs[index].is_alive() and elsewhere["gone"],
+                "gone_ms": round(1000 * (time.monotonic() - t), 1),
+                **({"containers": elsewhere["containers"]} if "containers" in elsewhere else {})}
 
     def record_for(self, index: int, ops: list[dict]) -> None:
         """Record ops on behalf of a dead worker's process (counted as its own)."""

@@ -100,7 +100,7 @@ class ControlsClients(Protocol):
 
     def resume_client(self, index: int) -> None: ...
 
-    def kill_client(self, index: int) -> list[str]: ...
+    def kill_client(self, index: int) -> dict: ...  # {"containers": [...], "gone": bool}
 
 
 @runtime_checkable

@@ -246,7 +246,7 @@ def test_a_client_on_the_swarm_is_cut_paused_and_killed_through_its_engine(lab):
         c.resume_client(1)
         assert state() == ["running"]
         c.pause_client(1)
-        assert len(c.kill_client(1)) == 1  # a paused container too
+        assert len(c.kill_client(1)["containers"]) == 1  # a paused container too
         assert state() in ([], ["exited"])
     finally:
         if proc is not None:
