@@ -181,12 +181,20 @@ class Attribution:
         # got the lock only through an earlier violation (granted while another's lease was valid).
         late = {inv.index for inv, _, _ in self.late}
         self.foreign: list[tuple[Op, Op, tuple[int, int] | None]] = []  # (invoke, ok, the violation it came through)
-        for inv, done in said_ok:
+        # A cascade of plain DELs: a foreign release landed on X's fresh key (X was granted while
+        # it was in flight), so X's own release, still in flight when another process was then
+        # granted, may land on that one's key. Only for releases that do not check whose lock
+        # they delete, and only in such a cascade: a release merely answered late, with no fault
+        # and no foreign release before it, explains nothing (golden early-foreign-release-no-fault-bad).
+        loose = self.service.release_checks_owner is not True
+        for inv, done in sorted(said_ok, key=lambda r: r[0].time_ns):
             if done.f != "release":
                 continue
             through = self._wrongful(inv.process, inv.time_ns)
             if inv.index in late or through is not None:
                 self.foreign.append((inv, done, None if inv.index in late else through))
+            elif loose and self.lost(inv.process, done.time_ns) and self._taken(inv.process, inv.time_ns):
+                self.foreign.append((inv, done, None))
         self.foreign.sort(key=lambda r: r[0].time_ns)
         # Releases invoked while the network was faulted: one that timed out may still have
         # reached the server after the heal, and one answered late (a slow link) acted at some
@@ -215,6 +223,15 @@ class Attribution:
                 return (y.acquire.index, x.acquire.index)
             i -= 1
         return None
+
+    def _taken(self, process: Any, t: int) -> bool:
+        """Whether the hold `process` had at time t was granted while a foreign release (one
+        found so far) was in flight: that release may have deleted its key."""
+        j = bisect.bisect_right(self._own_starts.get(process, []), t) - 1
+        if j < 0:
+            return False
+        start = self._own[process][j].start_ns
+        return any(r.process != process and r.time_ns <= start <= d.time_ns for r, d, _ in self.foreign)
 
     def lost(self, process: Any, t: int) -> str | None:
         """Why `process` had certainly lost the lock by time t (None if not): another process

@@ -175,6 +175,31 @@ def test_a_release_by_a_process_that_had_lost_the_lock_explains_the_next_early_g
     assert got == {"overran-no-fault", "early-foreign-release"}, got
 
 
+def test_a_cascade_of_plain_dels_explains_the_grant_a_release_in_flight_let_in():
+    """Seen on the swarm (chaos reproduce unsafe-release, seed 1): 3 had lost the lock and its
+    DEL, in flight, took 4's fresh key; 4's own DEL, in flight when 0 was then granted, landed on
+    0's key, and 1 was granted while 0's lease was valid. Without the foreign release before it,
+    or with releases that delete only their own lock, 4's late DEL explains nothing."""
+    def story(checks_owner, cascade: bool = True) -> H:
+        h = H("redis-unsafe-release").acquire(3, 0, 0.01, valid=3)
+        if cascade:  # 4 granted while 3 holds; 3 releases after it lost the lock, in flight when 4 is granted again
+            h.acquire(4, 0.1, 0.2, valid=3).release(4, 0.3, done=0.35).release(3, 0.5, done=0.7)
+        else:
+            h.release(3, 0.5, done=0.52)
+        h.acquire(4, 0.55, 0.6, valid=3).release(4, 1.0, done=1.5)
+        h.acquire(0, 1.1, 1.2, valid=5).acquire(1, 1.55, 1.6, valid=6).release(0, 3).release(1, 4)
+        h.spec.facts = {"release_checks_owner": checks_owner}
+        return h
+
+    def last(h: H) -> dict:
+        return next(c for c in h.causes()[1].details["overlaps"] if c["first"]["process"] == 0)["cause"]
+
+    assert last(story(False))["cause"] == "early-foreign-release", last(story(False))
+    assert "process 4, which had lost the lock" in last(story(False))["detail"]
+    assert last(story(True))["cause"] == "unexplained"
+    assert last(story(False, cascade=False))["cause"] == "unexplained"
+
+
 def test_a_release_that_timed_out_in_a_partition_may_land_late_and_explain_an_early_grant():
     def story(cut: bool) -> H:
         h = H("redis-unsafe-release").acquire(2, 0, 0.01, valid=3).release(2, 1.0, done=1.5, type_="info")
