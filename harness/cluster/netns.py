@@ -276,14 +276,19 @@ class Network:
                                f"run `chaos cluster down --all`")
         if not self._own_bridge and self.bridge not in _links():
             raise ClusterError(f"bridge {self.bridge} does not exist; bring up what makes it first")
-        while True:  # not inherited by spawned workers (Python opens files non-inheritable)
-            self._lock = open(_lock_path(self.run_id), "w")
-            fcntl.flock(self._lock, fcntl.LOCK_EX)
-            # A cleanup_all may have unlinked the file between our open and flock.
-            if os.path.exists(self._lock.name) and \
-                    os.stat(self._lock.name).st_ino == os.fstat(self._lock.fileno()).st_ino:
-                break
-            self._lock.close()
+        from harness.core.interrupts import deferred
+
+        # deferred: a Ctrl-C between the open that creates the lock file and the assignment that
+        # lets down() find it would leave the file behind (seen once in the suite's start-up presses)
+        with deferred():
+            while True:  # not inherited by spawned workers (Python opens files non-inheritable)
+                self._lock = open(_lock_path(self.run_id), "w")
+                fcntl.flock(self._lock, fcntl.LOCK_EX)
+                # A cleanup_all may have unlinked the file between our open and flock.
+                if os.path.exists(self._lock.name) and \
+                        os.stat(self._lock.name).st_ino == os.fstat(self._lock.fileno()).st_ino:
+                    break
+                self._lock.close()
         if self._own_bridge:
             self._make_bridge()
         # br_netfilter sends bridged frames through the root FORWARD chain: a DROP policy
