@@ -108,12 +108,23 @@ def test_the_delay_shows_in_the_acquire_latency_of_a_run(tmp_path):
 
 def test_a_killed_run_leaves_its_delayer_to_cluster_down(tmp_path):
     """SIGKILL the run while a link is slow: its delayer (in the run's cgroup) and its rules
-    (in the run's namespaces) go with `chaos cluster down <id>`."""
+    (in the run's namespaces) go with `chaos cluster down <id>`. The kill waits for the rules,
+    which are added once the delayer said it is ready: a delayer killed before that (its
+    "ready" then meets a closed pipe) dies with the run and has left nothing (seen 1 in 6 under
+    load when the kill came as soon as the process showed)."""
+
+    def shaping() -> str | None:
+        line = next(iter(delayers()), None)
+        ns = line and re.search(r"cl-[0-9a-f]{6}-c1", line)
+        save = ns and subprocess.run(["ip", "netns", "exec", ns.group(0), "iptables-save"],
+                                     capture_output=True, text=True).stdout
+        return line if save and "chaosshape-" in save else None
+
     p = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", "redis", "--nemesis", "slow-link",
                           "-o", "delay_ms=80", "--time-limit", "30", "--nemesis-interval", "2", "--store", str(tmp_path)],
                          cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        line = eventually(lambda: next(iter(delayers()), None), timeout=30)
+        line = eventually(shaping, timeout=30, step=0.05)
     finally:
         os.killpg(p.pid, signal.SIGKILL)
         p.wait(timeout=10)
