@@ -60,14 +60,20 @@ def _ns_run(ns: str, argv: list[str], *, input: str | None = None, timeout: floa
 class LinkShaping:
     """`ShapesLinks` for a cluster whose hosts are hosts of its netns.Network `self.network`
     (servers and clients c1..cN). Uses `self.run_id`, `self.dir` and, when there is one, the
-    run's cgroup `self.contained`."""
+    run's cgroup `self.contained`.
+
+    `shape_links` is one walk (probe, delayers, rules, bandwidth, probe again) over *places*:
+    where a link's rules go, here a namespace's name. A provider whose links start elsewhere
+    (harness/cluster/swarm_links.py: an engine's host namespace, a client's pod) gives places
+    of its own through the hooks: `_shaping_rules`, `_shape_restore`, `_shape_gone`,
+    `_start_delayers`, `_stop_delayer`, `_probe_from`, `_rate_to` and `_shaping_mechanism`."""
 
     network: Any
     run_id: str
 
     def _shape_state(self) -> dict:
         if not hasattr(self, "_shaped"):
-            self._shaped: dict = {"rules": {}, "qdiscs": [], "delayer": None}
+            self._shaped: dict = {"rules": {}, "qdiscs": [], "delayers": []}
         return self._shaped
 
     def shape_links(self, pairs: Sequence[tuple[str, str]], shape: Shape, *, seed: int = 0,
@@ -81,33 +87,53 @@ class LinkShaping:
         self.unshape_links()
         src0, dst0 = pairs[0]
         target = self.node(dst0)
-        before = self._probe(src0, target, probes, timeout=2.0)
+        before = self._probe_from(src0, target, probes, timeout=2.0)
         state = self._shape_state()
         try:
             if shape.delay_ms or shape.jitter_ms:
-                state["delayer"] = self._start_delayer(sorted(by_src), shape, seed)
-            for ns, lines in rules.items():
-                r = _ns_run(ns, ["iptables-restore", "-w", "--noflush"], input="*filter\n" + "\n".join(lines) + "\nCOMMIT\n")
-                if r.returncode != 0:
-                    raise NemesisError(f"could not add the slow-link rules in {ns}: {r.stderr.strip()[:300]}")
-                state["rules"][ns] = [l.replace("-I OUTPUT 1 ", "-D OUTPUT ").replace("-I INPUT 1 ", "-D INPUT ")
-                                      for l in lines]
+                self._start_delayers(sorted(by_src, key=str), shape, seed, state["delayers"])
+            for place, lines in rules.items():
+                err = self._shape_restore(place, lines)
+                if err is not None:
+                    raise NemesisError(f"could not add the slow-link rules in {_words(place)}: {err}")
+                state["rules"][place] = [l.replace("-I OUTPUT 1 ", "-D OUTPUT ").replace("-I INPUT 1 ", "-D INPUT ")
+                                         for l in lines]
             if shape.rate_kbit:
-                for ns, targets in by_src.items():
-                    self._rate_to(ns, targets, shape.rate_kbit)
-                    state["qdiscs"].append(ns)
+                for place, targets in by_src.items():
+                    self._rate_to(place, targets, shape.rate_kbit)
+                    state["qdiscs"].append(place)
         except BaseException:
             self.unshape_links()
             raise
         timeout = 0.5 + 3 * (shape.delay_ms + shape.jitter_ms) / 1000
-        after = self._probe(src0, target, probes if not shape.loss else max(probes, 40), timeout=timeout)
-        return {"links": [list(p) for p in pairs], "asked": asdict(shape), "mechanism": MECHANISM,
+        after = self._probe_from(src0, target, probes if not shape.loss else max(probes, 40), timeout=timeout)
+        return {"links": [list(p) for p in pairs], "asked": asdict(shape), "mechanism": self._shaping_mechanism(rules),
                 "probe": f"{src0}->{dst0}:{target.port}", **_summary(before, after)}
 
+    def unshape_links(self) -> None:
+        """Remove every rule, qdisc and delayer of the last shape; safe to call twice."""
+        state = self._shape_state()
+        errors = []
+        for place, lines in list(state["rules"].items()):
+            err = self._shape_restore(place, lines)
+            if err is not None and not self._shape_gone(place):
+                errors.append(f"{_words(place)}: {err[:200]}")
+            del state["rules"][place]
+        for ns in list(state["qdiscs"]):
+            _ns_run(ns, ["tc", "qdisc", "del", "dev", "eth0", "root"])
+            state["qdiscs"].remove(ns)
+        while state["delayers"]:
+            err = self._stop_delayer(state["delayers"].pop())
+            if err is not None:
+                errors.append(err)
+        if errors:
+            raise NemesisError("could not remove the slow-link rules: " + "; ".join(errors))
+
+    # -- the places: this machine's namespaces ------------------------------------------------
     def _shaping_rules(self, pairs: Sequence[tuple[str, str]], shape: Shape,
-                       comment: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-        """The iptables lines per namespace (`-I ...`) that shape `pairs`, and per source
-        namespace what its bandwidth class covers (here: the targets' addresses)."""
+                       comment: str) -> tuple[dict[Any, list[str]], dict[Any, list[str]]]:
+        """The iptables lines per place (`-I ...`) that shape `pairs`, and per source place
+        (where the delayer runs) what its bandwidth class covers (here: the targets' addresses)."""
         rules: dict[str, list[str]] = {}
         by_src: dict[str, list[str]] = {}
         for src, dst in pairs:
@@ -123,34 +149,36 @@ class LinkShaping:
                     f"-m comment --comment {comment} -j DROP")
         return rules, by_src
 
-    def _rate_to(self, ns: str, targets: list[str], kbit: int) -> None:
-        """The bandwidth class on `ns`'s eth0 for what `_shaping_rules` said it covers."""
-        self._rate(ns, targets, kbit)
+    def _shape_restore(self, place: Any, lines: list[str]) -> str | None:
+        """Apply iptables lines at a place; the error's text, or None when done."""
+        r = _ns_run(place, ["iptables-restore", "-w", "--noflush"], input="*filter\n" + "\n".join(lines) + "\nCOMMIT\n")
+        return None if r.returncode == 0 else r.stderr.strip()[:300]
 
-    def unshape_links(self) -> None:
-        """Remove every rule, qdisc and delayer of the last shape; safe to call twice."""
-        state = self._shape_state()
-        errors = []
-        for ns, lines in list(state["rules"].items()):
-            r = _ns_run(ns, ["iptables-restore", "-w", "--noflush"], input="*filter\n" + "\n".join(lines) + "\nCOMMIT\n")
-            if r.returncode != 0 and os.path.exists(f"/var/run/netns/{ns}"):
-                errors.append(f"{ns}: {r.stderr.strip()[:200]}")
-            del state["rules"][ns]
-        for ns in list(state["qdiscs"]):
-            _ns_run(ns, ["tc", "qdisc", "del", "dev", "eth0", "root"])
-            state["qdiscs"].remove(ns)
-        proc = state["delayer"]
-        if proc is not None:
-            state["delayer"] = None
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=5)
-        if errors:
-            raise NemesisError("could not remove the slow-link rules: " + "; ".join(errors))
+    def _shape_gone(self, place: Any) -> bool:
+        """The place is gone, and its rules with it."""
+        return not os.path.exists(f"/var/run/netns/{place}")
+
+    def _rate_to(self, ns: Any, targets: list[str], kbit: int) -> None:
+        """The bandwidth class on `ns`'s eth0 for what `_shaping_rules` said it covers."""
+        self._rate(ns, [["match", "ip", "dst", f"{a}/32"] for a in sorted(set(targets))], kbit)
+
+    def _shaping_mechanism(self, rules: dict) -> str:
+        return MECHANISM
+
+    def _start_delayers(self, places: list, shape: Shape, seed: int, started: list) -> None:
+        """The packet delayer for every place's queue (here one process for all the
+        namespaces), appended to `started` as soon as it runs."""
+        started.append(self._start_delayer(places, shape, seed))
+
+    def _stop_delayer(self, proc: Any) -> str | None:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+        return None
 
     def _start_delayer(self, namespaces: list[str], shape: Shape, seed: int) -> subprocess.Popen:
         contained = getattr(self, "contained", None)
@@ -181,18 +209,19 @@ class LinkShaping:
         return proc
 
     @staticmethod
-    def _rate(ns: str, addrs: list[str], kbit: int) -> None:
+    def _rate(ns: str, matches: list[list[str]], kbit: int) -> None:
+        """An htb class of `kbit` on ns's eth0 for the packets each u32 match (its words) selects."""
         cmds = [["tc", "qdisc", "add", "dev", "eth0", "root", "handle", "1:", "htb", "default", "10", "r2q", "1000"],
                 ["tc", "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:10", "htb", "rate", "10gbit"],
                 ["tc", "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:20", "htb", "rate", f"{kbit}kbit"]]
         cmds += [["tc", "filter", "add", "dev", "eth0", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
-                  "match", "ip", "dst", f"{a}/32", "flowid", "1:20"] for a in sorted(set(addrs))]
+                  *m, "flowid", "1:20"] for m in matches]
         for argv in cmds:
             r = _ns_run(ns, argv)
             if r.returncode != 0:
                 raise NemesisError(f"`{' '.join(argv)}` in {ns} failed: {r.stderr.strip()[:200]}")
 
-    def _probe(self, src: str, target, n: int, *, timeout: float) -> list[float | None]:
+    def _probe_from(self, src: str, target, n: int, *, timeout: float) -> list[float | None]:
         ns = self.network.host(src).netns
         r = _ns_run(ns, [sys.executable, "-c", _PROBE, target.host, str(target.port), str(n), str(timeout)],
                     timeout=n * timeout + 20)
@@ -200,6 +229,11 @@ class LinkShaping:
             return json.loads(r.stdout)
         except ValueError:
             raise NemesisError(f"could not measure the link {src}->{target.name}: {r.stderr.strip()[:200]}") from None
+
+
+def _words(place: Any) -> str:
+    """A place in a sentence: a namespace's name, or (kind, name) as "kind name"."""
+    return " ".join(place) if isinstance(place, tuple) else str(place)
 
 
 def _summary(before: list, after: list) -> dict:

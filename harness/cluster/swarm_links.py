@@ -14,7 +14,7 @@ import time
 from typing import Any, Iterable, Mapping, Sequence
 
 from harness.core.contracts.cluster import Shape
-from harness.cluster.shaping import QUEUE, LinkShaping, _ns_run
+from harness.cluster.shaping import _PROBE, QUEUE, LinkShaping
 from harness.core.errors import NemesisError
 from harness.cluster.swarm_engines import SwarmNode
 from harness.core.interrupts import quiet_group
@@ -132,19 +132,11 @@ class SwarmLinks(LinkShaping):
             return r.returncode == 0
         return self._exec_in(("engine", self.placed[self.node(src).name].name), ["timeout", "1", "bash", "-c", probe])[0]
 
-    # -- ShapesLinks ------------------------------------------------------------------------------
-    def shape_links(self, pairs: Sequence[tuple[str, str]], shape: Shape, *, seed: int = 0, probes: int = 5) -> dict:
-        """Client links of clients on this machine: in their namespaces (LinkShaping). Links from
-        a server (rules in its engine's host namespace, by its helper) or from a client on the
-        swarm (in its pod): the same rules, run in that container, with a delayer of its own."""
-        if all(self._is_client(a) for a, _ in pairs) and not self.clients_elsewhere():
-            return super().shape_links(pairs, shape, seed=seed, probes=probes)
-        return self._shape_in_containers(pairs, shape, seed, probes)
-
-    def unshape_links(self) -> None:
-        self._unshape_in_containers()
-        super().unshape_links()
-
+    # -- ShapesLinks: LinkShaping's walk, over places of the swarm ------------------------------
+    # A client on this machine is shaped in its namespace here (a place named by the namespace,
+    # LinkShaping's own); a server's links in its engine's host namespace (by its helper), a
+    # client on the swarm's in its pod: places ("engine", NAME) and ("pod", cI), each with a
+    # delayer of its own, whose rules carry the run's comment so `chaos cluster down` sweeps them.
     def _shaping_place(self, src: str) -> tuple[str, str]:
         if self._is_client(src):
             return self._client_where(src)
@@ -157,72 +149,82 @@ class SwarmLinks(LinkShaping):
                                f"give the swarm one engine per lock server")
         return ("engine", engine)
 
-    def _shape_in_containers(self, pairs: Sequence[tuple[str, str]], shape: Shape, seed: int, probes: int) -> dict:
-        from dataclasses import asdict
+    def _shaped_here(self, src: str) -> bool:
+        """src's links are shaped in its namespace on this machine."""
+        return self._is_client(src) and not self.clients_elsewhere()
 
-        from harness.cluster.shaping import MECHANISM, _PROBE, _summary
-
-        if not pairs:
-            raise NemesisError("slow-link has no link to shape")
-        if shape.rate_kbit:
-            raise NemesisError("slow-link -o rate_kbit on the swarm shapes only the links of clients on this machine")
-        comment = self.comment  # the run's: `chaos cluster down` sweeps the engines' rules by it
-        want: dict[tuple[str, str], list[str]] = {}
+    def _shaping_rules(self, pairs: Sequence[tuple[str, str]], shape: Shape,
+                       comment: str) -> tuple[dict[Any, list[str]], dict[Any, list[str]]]:
+        """Every link matched by the server's address and ports (so the store, which may share
+        an engine, is never shaped), in the source's place: delay through the NFQUEUE delayer,
+        loss as a random DROP of what the source sends. Clients here: their namespaces, the
+        bandwidth class covering those servers' ports (`_rate_to`)."""
+        here = [self._shaped_here(a) for a, _ in pairs]
+        if any(here) and not all(here):
+            raise NemesisError("slow-link on the swarm shapes either the clients' links or the servers', not both at once")
+        if all(here) and (self.network is None or not all(b in self._nodes for _, b in pairs)):
+            raise NemesisError("the swarm provider shapes only the clients' links to the servers (-o between=clients), "
+                               "in the clients' namespaces" + (f"; {self.fallback_reason}" if self.network is None else ""))
+        if not all(here):
+            if shape.rate_kbit:
+                raise NemesisError("slow-link -o rate_kbit on the swarm shapes only the links of clients on this machine")
+            comment = self.comment  # the run's: `chaos cluster down` sweeps the engines' rules by it
+        rules: dict[Any, list[str]] = {}
+        by_src: dict[Any, list[str]] = {}
         for src, dst in pairs:
-            where, d = self._shaping_place(src), self._nodes[dst]
+            where = self.network.host(src).netns if self._shaped_here(src) else self._shaping_place(src)
+            d = self._nodes[dst]
+            by_src.setdefault(where, []).append(dst)
             matches = [f"-d {d.host}/32 -p tcp -m multiport --dports {self._server_ports(dst)}"]
             if not self._is_client(src):  # what src answers dst's own connections goes that way too
                 matches.append(f"-d {d.host}/32 -p tcp -m multiport --sports {self._server_ports(src)}")
             for m in matches:  # each -I 1: the DROP ends up above the queue (a queued packet accepted skips it)
                 if shape.delay_ms or shape.jitter_ms:
-                    want.setdefault(where, []).append(f"-I OUTPUT 1 {m} -m comment --comment {comment} "
-                                                      f"-j NFQUEUE --queue-num {QUEUE} --queue-bypass")
+                    rules.setdefault(where, []).append(f"-I OUTPUT 1 {m} -m comment --comment {comment} "
+                                                       f"-j NFQUEUE --queue-num {QUEUE} --queue-bypass")
                 if shape.loss:
-                    want.setdefault(where, []).append(f"-I OUTPUT 1 {m} -m statistic --mode random --probability "
-                                                      f"{shape.loss:.6f} -m comment --comment {comment} -j DROP")
-        self.unshape_links()
-        src0, dst0 = pairs[0]
-        target, place0 = self.node(dst0), self._shaping_place(src0)
-        probe = ["python3", "-c", _PROBE, target.host, str(target.port)]
-        before = self._probe_in(place0, [*probe, str(probes), "2.0"])
-        state = self._container_shape_state()
+                    rules.setdefault(where, []).append(f"-I OUTPUT 1 {m} -m statistic --mode random --probability "
+                                                       f"{shape.loss:.6f} -m comment --comment {comment} -j DROP")
+        return rules, by_src
+
+    def _shape_restore(self, place: Any, lines: list[str]) -> str | None:
+        if not isinstance(place, tuple):
+            return super()._shape_restore(place, lines)
         try:
-            for where in want:
-                if shape.delay_ms or shape.jitter_ms:
-                    self._start_delayer_in(where, shape, seed)
-                    state["delayers"].append(where)
-                self._restore(where, "*filter\n" + "\n".join(want[where]) + "\nCOMMIT\n")
-                state["rules"][where] = [l.replace("-I OUTPUT 1 ", "-D OUTPUT ") for l in want[where]]
-        except BaseException:
-            self._unshape_in_containers()
-            raise
-        timeout = 0.5 + 3 * (shape.delay_ms + shape.jitter_ms) / 1000
-        after = self._probe_in(place0, [*probe, str(probes if not shape.loss else max(probes, 40)), str(timeout)])
-        return {"links": [list(p) for p in pairs], "asked": asdict(shape), "mechanism": MECHANISM + ", in containers",
-                "probe": f"{src0}->{dst0}:{target.port}", **_summary(before, after)}
+            self._restore(place, "*filter\n" + "\n".join(lines) + "\nCOMMIT\n")
+        except NemesisError as e:
+            return str(e)
+        return None
 
-    def _container_shape_state(self) -> dict:
-        if not hasattr(self, "_shaped_here"):
-            self._shaped_here: dict = {"rules": {}, "delayers": []}
-        return self._shaped_here
+    def _shape_gone(self, place: Any) -> bool:
+        return not isinstance(place, tuple) and super()._shape_gone(place)
 
-    def _unshape_in_containers(self) -> None:
-        state = self._container_shape_state()
-        errors = []
-        for where, lines in list(state["rules"].items()):
-            try:
-                self._restore(where, "*filter\n" + "\n".join(lines) + "\nCOMMIT\n")
-            except NemesisError as e:
-                errors.append(str(e))
-            del state["rules"][where]
-        for where in list(state["delayers"]):
-            try:
-                self._exec_in(where, ["pkill", "-TERM", "-f", "harness.cluster.delayer"])
-            except Exception as e:  # the container is gone: so is its delayer
-                errors.append(f"{where[0]} {where[1]}: {' '.join(str(e).split())[:200]}")
-            state["delayers"].remove(where)
-        if errors:
-            raise NemesisError("could not remove the slow-link rules: " + "; ".join(errors))
+    def _shaping_mechanism(self, rules: dict) -> str:
+        return super()._shaping_mechanism(rules) + (", in containers" if any(isinstance(p, tuple) for p in rules) else "")
+
+    def _start_delayers(self, places: list, shape: Shape, seed: int, started: list) -> None:
+        here = [p for p in places if not isinstance(p, tuple)]
+        if here:
+            super()._start_delayers(here, shape, seed, started)
+        for where in places:
+            if isinstance(where, tuple):
+                started.append(where)  # stopped by name even if it never came up
+                self._start_delayer_in(where, shape, seed)
+
+    def _stop_delayer(self, handle: Any) -> str | None:
+        if not isinstance(handle, tuple):
+            return super()._stop_delayer(handle)
+        try:
+            self._exec_in(handle, ["pkill", "-TERM", "-f", "harness.cluster.delayer"])
+        except Exception as e:  # the container is gone: so is its delayer
+            return f"{handle[0]} {handle[1]}: {' '.join(str(e).split())[:200]}"
+        return None
+
+    def _probe_from(self, src: str, target, n: int, *, timeout: float) -> list:
+        if self._shaped_here(src):
+            return super()._probe_from(src, target, n, timeout=timeout)
+        return self._probe_in(self._shaping_place(src), ["python3", "-c", _PROBE, target.host, str(target.port),
+                                                         str(n), str(timeout)])
 
     def _exec_in(self, where: tuple[str, str], argv: list[str], *, detach: bool = False) -> tuple[bool, str]:
         """Run argv in a client's pod or an engine's helper (its host namespace)."""
@@ -263,44 +265,11 @@ class SwarmLinks(LinkShaping):
         except (ValueError, IndexError):
             raise NemesisError(f"could not measure the link from {where[0]} {where[1]}: {out.strip()[-200:]}") from None
 
-    # -- the clients' links from this machine, shaped in the clients' own namespaces --------------
-    def _shaping_rules(self, pairs: Sequence[tuple[str, str]], shape: Shape,
-                       comment: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-        """(client, server) links only, all in the client's namespace and matched by the
-        server's address and ports (so the store, which may share an engine, is never shaped):
-        delay through the NFQUEUE delayer, loss as a random DROP of what the client sends; the
-        bandwidth class covers those servers' ports (`_rate_to`)."""
-        if self.network is None or not all(self._is_client(a) and b in self._nodes for a, b in pairs):
-            raise NemesisError("the swarm provider shapes only the clients' links to the servers (-o between=clients), "
-                               "in the clients' namespaces" + (f"; {self.fallback_reason}" if self.network is None else ""))
-        rules: dict[str, list[str]] = {}
-        by_src: dict[str, list[str]] = {}
-        for src, dst in pairs:
-            ns, d = self.network.host(src).netns, self._nodes[dst]
-            match = f"-d {d.host}/32 -p tcp -m multiport --dports {self._server_ports(dst)} -m comment --comment {comment}"
-            by_src.setdefault(ns, []).append(dst)
-            if shape.delay_ms or shape.jitter_ms:
-                rules.setdefault(ns, []).append(f"-I OUTPUT 1 {match} -j NFQUEUE --queue-num {QUEUE} --queue-bypass")
-            if shape.loss:
-                rules.setdefault(ns, []).append(f"-I OUTPUT 1 {match} -m statistic --mode random "
-                                                f"--probability {shape.loss:.6f} -j DROP")
-        return rules, by_src
-
     def _rate_to(self, ns: str, servers: list[str], kbit: int) -> None:
-        cmds = [["tc", "qdisc", "add", "dev", "eth0", "root", "handle", "1:", "htb", "default", "10", "r2q", "1000"],
-                ["tc", "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:10", "htb", "rate", "10gbit"],
-                ["tc", "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:20", "htb", "rate", f"{kbit}kbit"]]
-        for name in sorted(set(servers)):
-            n = self._nodes[name]
-            for port in (n.port, n.peer_port, n.election_port):
-                if port:
-                    cmds.append(["tc", "filter", "add", "dev", "eth0", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
-                                 "match", "ip", "dst", f"{n.host}/32", "match", "ip", "dport", str(port), "0xffff",
-                                 "flowid", "1:20"])
-        for argv in cmds:
-            r = _ns_run(ns, argv)
-            if r.returncode != 0:
-                raise NemesisError(f"`{' '.join(argv)}` in {ns} failed: {r.stderr.strip()[:200]}")
+        """The bandwidth class covers those servers' addresses and ports (the store's are not)."""
+        nodes = [self._nodes[name] for name in sorted(set(servers))]
+        self._rate(ns, [["match", "ip", "dst", f"{n.host}/32", "match", "ip", "dport", str(port), "0xffff"]
+                        for n in nodes for port in (n.port, n.peer_port, n.election_port) if port], kbit)
 
     def _start_helper_for(self, engine: SwarmNode) -> str:
         self._helpers[engine.name] = self._start_helper(engine)
