@@ -151,9 +151,9 @@ class _Session:
         kazoo still saying CONNECTED until it reads the server's close (chaos audit's "notices
         a lost lock" under pause-holder with held_check=both, 2 of 2). No answer, or any
         error: not held (it cannot be confirmed)."""
-        h = self.holds.get(lease.value)
-        if h is None or h.lost is not None:
+        if not self.still_held(lease):
             return False
+        h = self.holds[lease.value]
         try:
             stat = self.call(self.zk.exists_async(h.path))
         except Exception:  # connection loss, an expired session, no answer in op_timeout

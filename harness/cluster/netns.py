@@ -35,7 +35,7 @@ from typing import IO, Iterable, Mapping
 
 from harness.core.contracts.cluster import RUN_ID, check_run_id
 from harness.core.errors import BadArgument, ChaosError, ClusterError, NemesisError
-from harness.core.interrupts import quiet_group, shielded
+from harness.core.interrupts import deferred, quiet_group, shielded
 
 NS_PREFIX = "cl-"
 BRIDGE_PREFIX = "clb"
@@ -276,8 +276,6 @@ class Network:
                                f"run `chaos cluster down --all`")
         if not self._own_bridge and self.bridge not in _links():
             raise ClusterError(f"bridge {self.bridge} does not exist; bring up what makes it first")
-        from harness.core.interrupts import deferred
-
         # deferred: a Ctrl-C between the open that creates the lock file and the assignment that
         # lets down() find it would leave the file behind (seen once in the suite's start-up presses)
         with deferred():

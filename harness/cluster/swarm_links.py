@@ -9,6 +9,7 @@ namespace on this machine, by the server's address and ports, as are its slow li
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from typing import Any, Iterable, Mapping, Sequence
@@ -257,8 +258,6 @@ class SwarmLinks(LinkShaping):
                            f"there may predate it (`make swarm` rebuilds and loads it)")
 
     def _probe_in(self, where: tuple[str, str], argv: list[str]) -> list:
-        import json
-
         ok, out = self._exec_in(where, argv)
         try:
             return json.loads(out.strip().splitlines()[-1])
